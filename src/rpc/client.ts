@@ -1,0 +1,187 @@
+import { HttpRequestError, http, RpcRequestError, TimeoutError } from "viem";
+import { ChainlakeError } from "../util/errors.js";
+import type { Logger } from "../util/logger.js";
+
+/** Attempts per request across all endpoints before giving up (a node restart takes seconds). */
+const MAX_ATTEMPTS = 6;
+/** First backoff; doubles per attempt, capped, with jitter so parallel requests do not stampede. */
+const BASE_DELAY_MS = 200;
+const MAX_DELAY_MS = 10_000;
+/** A failing endpoint is passed over for this long before it is tried again. */
+const COOLDOWN_MS = 5_000;
+/** JSON-RPC codes nodes use for "slow down" or transient trouble. */
+const RETRYABLE_RPC_CODES = new Set([-32005, -32007, -32603, 429, -1]);
+const RETRYABLE_RPC_MESSAGE = /limit|rate|too many|timeout|timed out|busy|try again|header not found|unavailable/i;
+/** JSON-RPC codes for "this node does not have the method": never retried, the caller falls back. */
+const METHOD_NOT_FOUND_CODES = new Set([-32601, -32004]);
+
+export interface RpcClientOptions {
+	urls: string[];
+	/** Requests issued in the same tick share one HTTP POST, up to this many. */
+	batchSize?: number;
+	timeoutMs?: number;
+	logger: Logger;
+	/** For tests: scales every backoff delay. */
+	delayScale?: number;
+}
+
+export interface RpcClient {
+	request<T>(method: string, params: unknown[]): Promise<T>;
+	/** Counts of failed attempts by kind, for progress and metrics. */
+	readonly errors: Record<string, number>;
+}
+
+export class RpcError extends ChainlakeError {
+	constructor(
+		code: "RPC_METHOD_NOT_FOUND" | "RPC_ERROR" | "RPC_UNREACHABLE",
+		message: string,
+		readonly rpcCode: number | null,
+		opts: { cause?: unknown; retryable?: boolean } = {},
+	) {
+		super(code, message, opts);
+		this.name = "RpcError";
+	}
+}
+
+/**
+ * A JSON-RPC client over one or more endpoints. Batches through viem's HTTP transport, retries
+ * only what can succeed on retry (HTTP 408/429/5xx, network errors, timeouts, malformed
+ * responses, node "limit exceeded" codes) with exponential backoff honouring Retry-After, and
+ * moves to the next endpoint when one fails.
+ */
+export function createRpcClient(opts: RpcClientOptions): RpcClient {
+	if (opts.urls.length === 0) throw new ChainlakeError("NO_RPC", "no RPC URL given");
+	const endpoints = opts.urls.map((url) => ({
+		url,
+		label: redactUrl(url),
+		coolUntil: 0,
+		transport: http(url, {
+			batch: { batchSize: opts.batchSize ?? 100, wait: 0 },
+			retryCount: 0,
+			timeout: opts.timeoutMs ?? 30_000,
+		})({ retryCount: 0 }),
+	}));
+	const errors: Record<string, number> = {};
+	let next = 0;
+
+	const pick = () => {
+		const now = Date.now();
+		for (let i = 0; i < endpoints.length; i++) {
+			const e = endpoints[(next + i) % endpoints.length];
+			if (e && e.coolUntil <= now) {
+				next = (next + i) % endpoints.length;
+				return e;
+			}
+		}
+		// All cooling down: take the one that recovers first.
+		return endpoints.reduce((a, b) => (a.coolUntil <= b.coolUntil ? a : b));
+	};
+
+	async function request<T>(method: string, params: unknown[]): Promise<T> {
+		let last: unknown;
+		for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+			const endpoint = pick();
+			try {
+				return (await endpoint.transport.request({ method, params })) as T;
+			} catch (err) {
+				const kind = classify(err);
+				errors[kind.name] = (errors[kind.name] ?? 0) + 1;
+				if (kind.name === "method_not_found") {
+					throw new RpcError("RPC_METHOD_NOT_FOUND", `${endpoint.label} does not serve ${method}`, rpcCode(err), {
+						cause: err,
+					});
+				}
+				if (!kind.retryable) {
+					throw new RpcError("RPC_ERROR", `${method} failed at ${endpoint.label}: ${shortMessage(err)}`, rpcCode(err), {
+						cause: err,
+					});
+				}
+				last = err;
+				endpoint.coolUntil = Date.now() + COOLDOWN_MS;
+				next = (next + 1) % endpoints.length;
+				const backoff = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** attempt) * (0.5 + Math.random() / 2);
+				const delay = (kind.retryAfterMs ?? backoff) * (opts.delayScale ?? 1);
+				opts.logger.debug(`rpc ${method} at ${endpoint.label}: ${kind.name}, retrying in ${Math.round(delay)} ms`);
+				await new Promise((r) => setTimeout(r, delay));
+			}
+		}
+		const unreachable = classify(last).name === "network";
+		throw new RpcError(
+			unreachable ? "RPC_UNREACHABLE" : "RPC_ERROR",
+			`${method} failed after ${MAX_ATTEMPTS} attempts at ${endpoints.map((e) => e.label).join(", ")}: ${shortMessage(last)}`,
+			rpcCode(last),
+			{ cause: last, retryable: true },
+		);
+	}
+
+	return { request, errors };
+}
+
+interface ErrorKind {
+	name: "method_not_found" | "rpc_error" | "rate_limited" | "http_error" | "timeout" | "network" | "bad_response";
+	retryable: boolean;
+	retryAfterMs?: number;
+}
+
+/** Sorts a failed request by what a retry could change. */
+export function classify(err: unknown): ErrorKind {
+	if (err instanceof TimeoutError) return { name: "timeout", retryable: true };
+	if (err instanceof RpcRequestError) {
+		if (
+			METHOD_NOT_FOUND_CODES.has(err.code) ||
+			/method .*(not found|not supported|does not exist)/i.test(err.details)
+		) {
+			return { name: "method_not_found", retryable: false };
+		}
+		if (RETRYABLE_RPC_CODES.has(err.code) || RETRYABLE_RPC_MESSAGE.test(err.details)) {
+			return { name: "rate_limited", retryable: true };
+		}
+		return { name: "rpc_error", retryable: false };
+	}
+	if (err instanceof HttpRequestError) {
+		const status = err.status;
+		if (status === undefined) return { name: "network", retryable: true };
+		if (status === 429 || status === 408 || status >= 500) {
+			return { name: status === 429 ? "rate_limited" : "http_error", retryable: true, retryAfterMs: retryAfter(err) };
+		}
+		// A 200 that viem could not read as JSON-RPC (truncated or garbled body).
+		if (status < 300) return { name: "bad_response", retryable: true };
+		return { name: "http_error", retryable: false };
+	}
+	// Malformed results surface as plain errors from the response parser.
+	return { name: "bad_response", retryable: true };
+}
+
+function retryAfter(err: HttpRequestError): number | undefined {
+	const value = err.headers?.get("Retry-After");
+	if (!value) return undefined;
+	const seconds = Number(value);
+	if (Number.isFinite(seconds)) return Math.min(MAX_DELAY_MS, seconds * 1000);
+	const at = Date.parse(value);
+	return Number.isNaN(at) ? undefined : Math.min(MAX_DELAY_MS, Math.max(0, at - Date.now()));
+}
+
+function rpcCode(err: unknown): number | null {
+	return err instanceof RpcRequestError ? err.code : null;
+}
+
+function shortMessage(err: unknown): string {
+	if (err instanceof RpcRequestError) return `${err.details} (code ${err.code})`;
+	if (err instanceof HttpRequestError) {
+		const cause = err.cause instanceof Error ? err.cause.message : undefined;
+		return err.status ? `HTTP ${err.status}` : `cannot connect (${cause ?? err.details})`;
+	}
+	if (err instanceof Error) return (err as { shortMessage?: string }).shortMessage ?? err.message;
+	return String(err);
+}
+
+/** RPC URLs often carry API keys in the path or query: logs show only scheme, host and port. */
+export function redactUrl(url: string): string {
+	try {
+		const u = new URL(url);
+		const hidden = u.pathname.length > 1 || u.search ? "/…" : "";
+		return `${u.protocol}//${u.host}${hidden}`;
+	} catch {
+		return "<invalid url>";
+	}
+}

@@ -1,0 +1,45 @@
+import type { TraceFormat } from "../extract/extract-block.js";
+import { UserInputError } from "../util/errors.js";
+import type { Logger } from "../util/logger.js";
+import { getBlockTraces } from "./actions.js";
+import { type RpcClient, RpcError } from "./client.js";
+
+export type TraceMode = "auto" | "parity" | "geth" | "off";
+
+/**
+ * Finds which trace API the node serves by tracing `probeBlock`: `trace_block` first, then
+ * `debug_traceBlockByNumber` with callTracer. Returns null (traces unavailable) only in auto
+ * mode, with a warning; an explicitly requested format the node lacks is an error.
+ */
+export async function detectTraceFormat(
+	rpc: RpcClient,
+	mode: TraceMode,
+	probeBlock: number,
+	logger: Logger,
+): Promise<TraceFormat | null> {
+	if (mode === "off") return null;
+	const candidates: TraceFormat[] = mode === "auto" ? ["parity", "geth"] : [mode];
+	const failures: string[] = [];
+	for (const format of candidates) {
+		try {
+			await getBlockTraces(rpc, Math.max(probeBlock, 1), format);
+			return format;
+		} catch (err) {
+			// Only a refusal means "not supported"; a node that cannot be reached is not a node without traces.
+			if (!(err instanceof RpcError) || err.code === "RPC_UNREACHABLE") throw err;
+			failures.push(`${format === "parity" ? "trace_block" : "debug_traceBlockByNumber"}: ${err.message}`);
+		}
+	}
+	if (mode !== "auto") {
+		throw new UserInputError(
+			"TRACES_UNSUPPORTED",
+			`the node does not serve ${mode} traces (${failures.join("; ")}). Use --traces auto to detect, or --traces off to export without traces.`,
+		);
+	}
+	logger.warn(
+		`the node serves neither trace_block nor debug_traceBlockByNumber (${failures.join("; ")}). ` +
+			"Exporting without traces: internal native transfers, traces, contract_creations and self_destructs " +
+			"are marked unavailable for this range in the manifest (not written as empty).",
+	);
+	return null;
+}

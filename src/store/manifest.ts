@@ -1,0 +1,74 @@
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { TraceFormat } from "../extract/extract-block.js";
+import type { DatasetName } from "../extract/rows.js";
+import { ChainlakeError } from "../util/errors.js";
+import { manifestPath } from "./layout.js";
+
+/** One written block range: its files exist for exactly the datasets listed. */
+export interface ChunkEntry {
+	from: number;
+	to: number;
+	/** Trace source used; "none" means the trace datasets are unavailable for this range. */
+	traces: TraceFormat | "none";
+	datasets: DatasetName[];
+	rows: Partial<Record<DatasetName, number>>;
+	first_parent_hash: string;
+	last_hash: string;
+}
+
+/**
+ * The checkpoint of a chain's data folder. A chunk is listed only after all its files are in
+ * place, so the manifest is the truth: files it does not list are leftovers of a crash and are
+ * removed on the next start. It holds no timestamps, so two runs over the same range write the
+ * same bytes.
+ */
+export interface Manifest {
+	version: 1;
+	chain: string;
+	chain_number: number;
+	chunks: ChunkEntry[];
+}
+
+export async function loadManifest(dataDir: string, chain: string, chainNumber: number): Promise<Manifest> {
+	const path = manifestPath(dataDir, chain);
+	let text: string;
+	try {
+		text = await readFile(path, "utf8");
+	} catch (err) {
+		if ((err as NodeJS.ErrnoException).code === "ENOENT")
+			return { version: 1, chain, chain_number: chainNumber, chunks: [] };
+		throw err;
+	}
+	const m = JSON.parse(text) as Manifest;
+	if (m.version !== 1 || m.chain !== chain || m.chain_number !== chainNumber) {
+		throw new ChainlakeError(
+			"MANIFEST_MISMATCH",
+			`${path} belongs to ${m.chain} (chain number ${m.chain_number}), not ${chain}: use another --data-dir or the right --chain`,
+		);
+	}
+	return m;
+}
+
+/** Writes the manifest to a temporary name and renames it: readers see the old or the new, whole. */
+export async function saveManifest(dataDir: string, m: Manifest): Promise<void> {
+	const path = manifestPath(dataDir, m.chain);
+	await mkdir(dirname(path), { recursive: true });
+	m.chunks.sort((a, b) => a.from - b.from);
+	await writeFile(`${path}.tmp`, `${JSON.stringify(m, null, 1)}\n`);
+	await rename(`${path}.tmp`, path);
+}
+
+/** The parts of [from, to] that no chunk covers yet. */
+export function missingRanges(m: Manifest, from: number, to: number): [number, number][] {
+	const out: [number, number][] = [];
+	let cursor = from;
+	for (const c of [...m.chunks].sort((a, b) => a.from - b.from)) {
+		if (c.to < cursor) continue;
+		if (c.from > to) break;
+		if (c.from > cursor) out.push([cursor, Math.min(to, c.from - 1)]);
+		cursor = Math.max(cursor, c.to + 1);
+	}
+	if (cursor <= to) out.push([cursor, to]);
+	return out;
+}

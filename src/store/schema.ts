@@ -1,0 +1,196 @@
+import type {
+	BlockRow,
+	ContractCreationRow,
+	DatasetName,
+	DatasetRows,
+	LogRow,
+	SelfDestructRow,
+	TraceRow,
+	TransactionRow,
+	TransferRow,
+} from "../extract/rows.js";
+
+/** A Parquet column: its DuckDB type and what it means (data/README.md is written from these). */
+export type Column = readonly [type: string, doc: string];
+
+/** Every field of the row type, and nothing else: the compiler keeps rows and schema in step. */
+type Columns<Row> = { readonly [K in keyof Required<Row>]: Column };
+
+const U256 = "VARCHAR";
+const ADDR = "VARCHAR";
+const HASH = "VARCHAR";
+const HEX = "VARCHAR";
+
+const txContext = {
+	id: ["VARCHAR", "item id {block:016x}-{tx_index:04x}-{ordinal:08x}; sorts in chain order"],
+	block_number: ["UBIGINT", "block number"],
+	block_hash: [HASH, "block hash"],
+	block_timestamp: ["UBIGINT", "block timestamp, unix seconds"],
+	transaction_index: ["UINTEGER", "position of the transaction in its block"],
+	transaction_hash: [HASH, "transaction hash"],
+} as const;
+
+const blocks: Columns<BlockRow> = {
+	number: ["UBIGINT", "block number"],
+	hash: [HASH, "block hash"],
+	parent_hash: [HASH, "parent block hash"],
+	timestamp: ["UBIGINT", "unix seconds"],
+	nonce: ["UBIGINT", "proof-of-work nonce (0 after the merge)"],
+	mix_hash: [HASH, "mix hash (prevRandao after the merge)"],
+	sha3_uncles: [HASH, "hash of the uncles list"],
+	logs_bloom: [HEX, "256-byte logs bloom, hex"],
+	transactions_root: [HASH, "transactions trie root"],
+	state_root: [HASH, "state trie root"],
+	receipts_root: [HASH, "receipts trie root"],
+	miner: [ADDR, "fee recipient"],
+	difficulty: [U256, "difficulty, decimal string"],
+	total_difficulty: [U256, "total difficulty, decimal string; null when the node no longer reports it"],
+	size: ["UBIGINT", "block size in bytes"],
+	extra_data: [HEX, "extra data, hex"],
+	gas_limit: ["UBIGINT", "gas limit"],
+	gas_used: ["UBIGINT", "gas used"],
+	base_fee_per_gas: [U256, "EIP-1559 base fee in wei, decimal string; null before London"],
+	transaction_count: ["UINTEGER", "number of transactions"],
+	uncle_count: ["UINTEGER", "number of uncles"],
+	withdrawals_root: [HASH, "withdrawals root; null before Shanghai"],
+	withdrawals: [
+		'STRUCT("index" UBIGINT, validator_index UBIGINT, address VARCHAR, amount VARCHAR)[]',
+		"beacon withdrawals (amount in gwei, decimal string); null before Shanghai",
+	],
+	blob_gas_used: ["UBIGINT", "EIP-4844 blob gas used; null before Cancun"],
+	excess_blob_gas: ["UBIGINT", "EIP-4844 excess blob gas; null before Cancun"],
+	parent_beacon_block_root: [HASH, "EIP-4788 parent beacon block root; null before Cancun"],
+};
+
+const transactions: Columns<TransactionRow> = {
+	...txContext,
+	nonce: ["UBIGINT", "sender nonce"],
+	from_address: [ADDR, "sender (the transaction's origin)"],
+	to_address: [ADDR, "recipient; null for a contract deployment"],
+	value: [U256, "wei sent, decimal string"],
+	input: [HEX, "call data, hex"],
+	gas: ["UBIGINT", "gas limit of the transaction"],
+	gas_price: [U256, "gas price in wei (for EIP-1559 transactions as the node reports it)"],
+	max_fee_per_gas: [U256, "EIP-1559 fee cap in wei; null for legacy transactions"],
+	max_priority_fee_per_gas: [U256, "EIP-1559 tip cap in wei; null for legacy transactions"],
+	max_fee_per_blob_gas: [U256, "EIP-4844 blob fee cap in wei"],
+	blob_versioned_hashes: ["VARCHAR[]", "EIP-4844 blob hashes"],
+	transaction_type: ["UTINYINT", "0 legacy, 1 access list, 2 EIP-1559, 3 blob, 4 set-code"],
+	tx_chain_id: [U256, "chain id signed into the transaction; null for pre-EIP-155 transactions"],
+	r: [HEX, "signature r"],
+	s: [HEX, "signature s"],
+	v: [U256, "signature v (y parity for typed transactions), decimal string"],
+	status: ["UTINYINT", "receipt status: 1 success, 0 failure; null before Byzantium"],
+	root: [HASH, "receipt state root; only before Byzantium"],
+	gas_used: ["UBIGINT", "gas used by this transaction"],
+	cumulative_gas_used: ["UBIGINT", "gas used in the block up to and including this transaction"],
+	effective_gas_price: [U256, "wei paid per gas"],
+	fee: [U256, "gas_used * effective_gas_price in wei, decimal string (blob fees not included)"],
+	contract_address: [ADDR, "contract created by a deployment transaction"],
+	logs_count: ["UINTEGER", "number of logs in the receipt"],
+	blob_gas_used: ["UBIGINT", "EIP-4844 blob gas used"],
+	blob_gas_price: [U256, "EIP-4844 blob gas price in wei"],
+};
+
+const logs: Columns<LogRow> = {
+	...txContext,
+	id: ["VARCHAR", "item id; ordinal = log_index"],
+	log_index: ["UINTEGER", "position of the log in its block"],
+	origin: [ADDR, "sender of the transaction"],
+	address: [ADDR, "contract that emitted the log"],
+	topic_count: ["UTINYINT", "number of topics (LOG0..LOG4)"],
+	topic0: [HASH, "first topic (event signature hash), or null"],
+	topic1: [HASH, "second topic or null"],
+	topic2: [HASH, "third topic or null"],
+	topic3: [HASH, "fourth topic or null"],
+	data: [HEX, "non-indexed data, hex"],
+};
+
+const traces: Columns<TraceRow> = {
+	...txContext,
+	id: ["VARCHAR", "item id; ordinal = trace_index (tx index ffff for block rewards)"],
+	transaction_index: ["UINTEGER", "position of the transaction; null for block rewards"],
+	transaction_hash: [HASH, "transaction hash; null for block rewards"],
+	origin: [ADDR, "sender of the transaction; null for block rewards"],
+	trace_index: ["UINTEGER", "position of the frame in the transaction's depth-first walk"],
+	trace_address: ["UINTEGER[]", "path of child indexes from the top-level frame ([] for it)"],
+	subtraces: ["UINTEGER", "number of child frames"],
+	trace_type: ["VARCHAR", "call, create, suicide (self-destruct) or reward"],
+	call_type: ["VARCHAR", "call, callcode, delegatecall, staticcall; create or create2 when the node names it"],
+	reward_type: ["VARCHAR", "block or uncle, for reward frames"],
+	from_address: [ADDR, "caller; for suicide the destroyed contract"],
+	to_address: [ADDR, "callee; for create the new contract; for suicide the beneficiary"],
+	value: [U256, "wei moved by the frame, decimal string"],
+	input: [HEX, "call data or init code"],
+	output: [HEX, "return data or deployed code"],
+	gas: ["UBIGINT", "gas given to the frame"],
+	gas_used: ["UBIGINT", "gas used by the frame"],
+	error: ["VARCHAR", "error as the node words it; null on success"],
+	status: ["UTINYINT", "1 when this frame and all frames above it succeeded, else 0"],
+};
+
+const transfers: Columns<TransferRow> = {
+	...txContext,
+	id: ["VARCHAR", "item id; ordinal = trace_index for native, 0x80000000 + log_index for tokens"],
+	origin: [ADDR, "sender of the transaction"],
+	asset_type: ["VARCHAR", "native, ft (fungible) or nft (ERC-721 and ERC-1155)"],
+	token_standard: ["VARCHAR", "native, erc20, erc721 or erc1155"],
+	contract: [ADDR, "token contract; null for native"],
+	sender: [ADDR, "address the value left"],
+	recipient: [ADDR, "address the value reached"],
+	value: [U256, "wei or token amount, decimal string; null for ERC-721 and ERC-1155 batches"],
+	token_id: [U256, "token id, decimal string; null for native, ERC-20 and ERC-1155 batches"],
+	batch_values: ["VARCHAR[]", "ERC-1155 TransferBatch amounts, decimal strings"],
+	batch_token_ids: ["VARCHAR[]", "ERC-1155 TransferBatch ids, decimal strings"],
+	operator: [ADDR, "ERC-1155 operator"],
+	log_index: ["UINTEGER", "log of a token transfer"],
+	trace_index: ["UINTEGER", "frame of a native transfer (0 = the transaction's own value)"],
+};
+
+const contract_creations: Columns<ContractCreationRow> = {
+	...txContext,
+	id: ["VARCHAR", "item id; ordinal = trace_index"],
+	origin: [ADDR, "sender of the transaction"],
+	contract_address: [ADDR, "the created contract"],
+	caller: [ADDR, "account that executed CREATE/CREATE2 (the sender for a deployment transaction)"],
+	value: [U256, "wei sent to the new contract, decimal string"],
+	op_code: ["VARCHAR", "CREATE or CREATE2; null where the node's traces do not say"],
+	trace_index: ["UINTEGER", "frame of the creation"],
+	trace_address: ["UINTEGER[]", "path of the frame"],
+	init_code_hash: [HASH, "keccak256 of the init code"],
+	bytecode: [HEX, "deployed runtime code"],
+	gas_used: ["UBIGINT", "gas used by the creation frame"],
+};
+
+const self_destructs: Columns<SelfDestructRow> = {
+	...txContext,
+	id: ["VARCHAR", "item id; ordinal = trace_index"],
+	origin: [ADDR, "sender of the transaction"],
+	contract_address: [ADDR, "the self-destructed contract"],
+	caller: [ADDR, "account that called the contract"],
+	beneficiary: [ADDR, "account that received the balance"],
+	value: [U256, "wei sent to the beneficiary, decimal string (null where the node does not say)"],
+	trace_index: ["UINTEGER", "frame of the self-destruct"],
+	trace_address: ["UINTEGER[]", "path of the frame"],
+};
+
+export const SCHEMAS: { readonly [D in DatasetName]: Columns<DatasetRows[D][number]> } = {
+	blocks,
+	transactions,
+	logs,
+	traces,
+	transfers,
+	contract_creations,
+	self_destructs,
+};
+
+/** Rows are written in chain order: block, transaction, position in it (the id sorts so). */
+export const SORT_KEY: { readonly [D in DatasetName]: string } = {
+	blocks: "number",
+	transactions: "id",
+	logs: "id",
+	traces: "id",
+	transfers: "id",
+	contract_creations: "id",
+	self_destructs: "id",
+};
