@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import type { TraceMode } from "../rpc/detect-traces.js";
-import { type ChainRef, parseChainId } from "../util/chain.js";
+import { type ChainRef, isChainId, parseChainId } from "../util/chain.js";
 import { UserInputError } from "../util/errors.js";
 import { DEFAULT_CONCURRENCY, DEFAULT_PARTITION_SIZE } from "./backfill.js";
 
@@ -37,7 +37,12 @@ const positive = (flag: string, fallback: number) =>
 		.default(fallback);
 
 const schema = z.object({
-	chain: z.string({ error: "--chain is required (e.g. --chain eip155-1)" }).transform((v) => parseChainId(v)),
+	chain: z
+		.string({ error: "--chain is required (e.g. --chain eip155-1)" })
+		.refine((v) => isChainId(v), {
+			error: (i) => `--chain ${JSON.stringify(i.input)} is not of the form eip155-<chain number> (e.g. eip155-1)`,
+		})
+		.transform((v) => parseChainId(v)),
 	rpc: z
 		.array(z.string().url("each --rpc must be an http(s) URL, e.g. http://127.0.0.1:8545"))
 		.min(1, "--rpc is required (or CHAINLAKE_RPC_URLS)"),

@@ -1,6 +1,7 @@
 import { HttpRequestError, http, RpcRequestError, TimeoutError } from "viem";
 import { ChainlakeError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
+import { JsonRpcCallError, TransportError, createHttpBatchTransport } from "./http-batch.js";
 
 /** Attempts per request across all endpoints before giving up (a node restart takes seconds). */
 const MAX_ATTEMPTS = 6;
@@ -44,7 +45,7 @@ export class RpcError extends ChainlakeError {
 }
 
 /**
- * A JSON-RPC client over one or more endpoints. Batches through viem's HTTP transport, retries
+ * A JSON-RPC client over one or more endpoints. Batches requests (http-batch.ts), retries
  * only what can succeed on retry (HTTP 408/429/5xx, network errors, timeouts, malformed
  * responses, node "limit exceeded" codes) with exponential backoff honouring Retry-After, and
  * moves to the next endpoint when one fails.
@@ -55,11 +56,7 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
 		url,
 		label: redactUrl(url),
 		coolUntil: 0,
-		transport: http(url, {
-			batch: { batchSize: opts.batchSize ?? 100, wait: 0 },
-			retryCount: 0,
-			timeout: opts.timeoutMs ?? 30_000,
-		})({ retryCount: 0 }),
+		transport: createHttpBatchTransport(url, { batchSize: opts.batchSize ?? 100, timeoutMs: opts.timeoutMs ?? 30_000 }),
 	}));
 	const errors: Record<string, number> = {};
 	let next = 0;
@@ -82,7 +79,7 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
 		for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
 			const endpoint = pick();
 			try {
-				return (await endpoint.transport.request({ method, params })) as T;
+				return (await endpoint.transport.request(method, params)) as T;
 			} catch (err) {
 				const kind = classify(err);
 				errors[kind.name] = (errors[kind.name] ?? 0) + 1;
@@ -125,54 +122,32 @@ interface ErrorKind {
 
 /** Sorts a failed request by what a retry could change. */
 export function classify(err: unknown): ErrorKind {
-	if (err instanceof TimeoutError) return { name: "timeout", retryable: true };
-	if (err instanceof RpcRequestError) {
-		if (
-			METHOD_NOT_FOUND_CODES.has(err.code) ||
-			/method .*(not found|not supported|does not exist)/i.test(err.details)
-		) {
+	if (err instanceof JsonRpcCallError) {
+		if (METHOD_NOT_FOUND_CODES.has(err.code) || /method .*(not found|not supported|does not exist)/i.test(err.message)) {
 			return { name: "method_not_found", retryable: false };
 		}
-		if (RETRYABLE_RPC_CODES.has(err.code) || RETRYABLE_RPC_MESSAGE.test(err.details)) {
+		if (RETRYABLE_RPC_CODES.has(err.code) || RETRYABLE_RPC_MESSAGE.test(err.message)) {
 			return { name: "rate_limited", retryable: true };
 		}
 		return { name: "rpc_error", retryable: false };
 	}
-	if (err instanceof HttpRequestError) {
-		const status = err.status;
-		if (status === undefined) return { name: "network", retryable: true };
-		if (status === 429 || status === 408 || status >= 500) {
-			return { name: status === 429 ? "rate_limited" : "http_error", retryable: true, retryAfterMs: retryAfter(err) };
-		}
-		// A 200 that viem could not read as JSON-RPC (truncated or garbled body).
-		if (status < 300) return { name: "bad_response", retryable: true };
-		return { name: "http_error", retryable: false };
+	if (err instanceof TransportError) {
+		if (err.kind !== "http_status") return { name: err.kind, retryable: true };
+		const status = err.status ?? 0;
+		const retryAfterMs = err.retryAfterMs === undefined ? undefined : Math.min(MAX_DELAY_MS, err.retryAfterMs);
+		if (status === 429) return { name: "rate_limited", retryable: true, retryAfterMs };
+		return { name: "http_error", retryable: status === 408 || status >= 500, retryAfterMs };
 	}
-	// Malformed results surface as plain errors from the response parser.
 	return { name: "bad_response", retryable: true };
 }
 
-function retryAfter(err: HttpRequestError): number | undefined {
-	const value = err.headers?.get("Retry-After");
-	if (!value) return undefined;
-	const seconds = Number(value);
-	if (Number.isFinite(seconds)) return Math.min(MAX_DELAY_MS, seconds * 1000);
-	const at = Date.parse(value);
-	return Number.isNaN(at) ? undefined : Math.min(MAX_DELAY_MS, Math.max(0, at - Date.now()));
-}
-
 function rpcCode(err: unknown): number | null {
-	return err instanceof RpcRequestError ? err.code : null;
+	return err instanceof JsonRpcCallError ? err.code : null;
 }
 
 function shortMessage(err: unknown): string {
-	if (err instanceof RpcRequestError) return `${err.details} (code ${err.code})`;
-	if (err instanceof HttpRequestError) {
-		const cause = err.cause instanceof Error ? err.cause.message : undefined;
-		return err.status ? `HTTP ${err.status}` : `cannot connect (${cause ?? err.details})`;
-	}
-	if (err instanceof Error) return (err as { shortMessage?: string }).shortMessage ?? err.message;
-	return String(err);
+	if (err instanceof JsonRpcCallError) return `${err.message} (code ${err.code})`;
+	return err instanceof Error ? err.message : String(err);
 }
 
 /** RPC URLs often carry API keys in the path or query: logs show only scheme, host and port. */

@@ -8,6 +8,10 @@ export interface ChainRef {
 
 const CHAIN_ID = /^eip155-([1-9][0-9]{0,15})$/;
 
+export function isChainId(value: string): boolean {
+	return CHAIN_ID.test(value) && Number.isSafeInteger(Number(value.slice("eip155-".length)));
+}
+
 export function parseChainId(value: string): ChainRef {
 	const m = CHAIN_ID.exec(value);
 	const n = m?.[1] ? Number(m[1]) : Number.NaN;

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.20;
+
+/// Minimal ERC-721: mint, approve, transferFrom. No safeTransfer/receiver hooks.
+contract Token721 {
+    mapping(uint256 => address) public ownerOf;
+    mapping(address => uint256) public balanceOf;
+    mapping(uint256 => address) public getApproved;
+
+    event Transfer(address indexed from, address indexed to, uint256 indexed tokenId);
+    event Approval(address indexed owner, address indexed approved, uint256 indexed tokenId);
+
+    function mint(address to, uint256 id) external {
+        require(ownerOf[id] == address(0), "minted");
+        ownerOf[id] = to;
+        balanceOf[to] += 1;
+        emit Transfer(address(0), to, id);
+    }
+
+    function approve(address spender, uint256 id) external {
+        require(ownerOf[id] == msg.sender, "owner");
+        getApproved[id] = spender;
+        emit Approval(msg.sender, spender, id);
+    }
+
+    function transferFrom(address from, address to, uint256 id) external {
+        require(ownerOf[id] == from, "from");
+        require(msg.sender == from || msg.sender == getApproved[id], "auth");
+        delete getApproved[id];
+        ownerOf[id] = to;
+        balanceOf[from] -= 1;
+        balanceOf[to] += 1;
+        emit Transfer(from, to, id);
+    }
+}

@@ -1,0 +1,113 @@
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
+import type { TransferRow } from "../../src/extract/rows.js";
+import { createParquetWriter, type ParquetWriter } from "../../src/store/parquet-writer.js";
+
+const U256_MAX = (2n ** 256n - 1n).toString();
+const BIG = [2n ** 53n + 1n, 2n ** 128n + 7n, 2n ** 255n + 12345n, 2n ** 256n - 1n].map(String);
+
+function transfer(i: number, value: string): TransferRow {
+	const addr = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
+	return {
+		id: itemId(100 + i, 0, TOKEN_ORDINAL_BASE + i),
+		block_number: 100 + i,
+		block_hash: `0x${"ab".repeat(31)}${(i % 256).toString(16).padStart(2, "0")}`,
+		block_timestamp: 1_700_000_000 + i,
+		transaction_index: 0,
+		transaction_hash: `0x${i.toString(16).padStart(64, "0")}`,
+		origin: addr(i),
+		asset_type: "ft",
+		token_standard: "erc20",
+		contract: addr(7),
+		sender: addr(i),
+		recipient: addr(i + 1_000_000),
+		value,
+		token_id: value,
+		batch_values: [value, "1"],
+		batch_token_ids: [U256_MAX],
+		operator: null,
+		log_index: i,
+		trace_index: null,
+	};
+}
+
+let dir: string;
+let writer: ParquetWriter;
+let db: DuckDBInstance;
+beforeAll(async () => {
+	dir = await mkdtemp(join(tmpdir(), "chainlake-writer-"));
+	writer = await createParquetWriter();
+	db = await DuckDBInstance.create(":memory:");
+});
+afterAll(async () => {
+	writer.close();
+	db.closeSync();
+	await rm(dir, { recursive: true, force: true });
+});
+
+async function query(sql: string) {
+	const conn = await db.connect();
+	try {
+		return (await conn.runAndReadAll(sql)).getRowObjectsJson();
+	} finally {
+		conn.closeSync();
+	}
+}
+
+describe("parquet writer", () => {
+	it("keeps uint256 values exact (above 2^53, 2^128, up to 2^256-1)", async () => {
+		const path = join(dir, "u256.parquet");
+		await writer.write(
+			"transfers",
+			BIG.map((v, i) => transfer(i, v)),
+			path,
+			join(dir, "staging"),
+		);
+		const rows = await query(`SELECT value, token_id, batch_values, batch_token_ids FROM '${path}' ORDER BY id`);
+		expect(rows.map((r) => r.value)).toEqual(BIG);
+		expect(rows.map((r) => r.token_id)).toEqual(BIG);
+		expect(rows[3]?.batch_values).toEqual([U256_MAX, "1"]);
+		expect(rows[0]?.batch_token_ids).toEqual([U256_MAX]);
+		// Stored as strings, not as a lossy DOUBLE.
+		const types = await query(
+			`SELECT path_in_schema, type FROM parquet_metadata('${path}') WHERE path_in_schema IN ('value', 'token_id')`,
+		);
+		expect(types.every((t) => t.type === "BYTE_ARRAY")).toBe(true);
+	});
+
+	it("writes bloom filters for address and hash columns, and the lookup uses them", async () => {
+		const path = join(dir, "bloom.parquet");
+		const rows = Array.from({ length: 5000 }, (_, i) => transfer(i, String(i + 1)));
+		await writer.write("transfers", rows, path, join(dir, "staging"));
+		const meta = await query(
+			`SELECT path_in_schema AS col, encodings, bloom_filter_length AS len FROM parquet_metadata('${path}')`,
+		);
+		for (const col of ["sender", "recipient", "origin", "contract", "transaction_hash", "block_hash"]) {
+			const m = meta.find((r) => r.col === col);
+			expect(m, col).toBeDefined();
+			expect(String(m?.encodings), col).toContain("DICTIONARY");
+			expect(Number(m?.len), col).toBeGreaterThan(0);
+		}
+		const probe = await query(
+			`SELECT bloom_filter_excludes AS excl FROM parquet_bloom_probe('${path}', 'sender', '0x${"f".repeat(40)}')`,
+		);
+		expect(probe.every((p) => p.excl === true)).toBe(true);
+		const hit = await query(
+			`SELECT bloom_filter_excludes AS excl FROM parquet_bloom_probe('${path}', 'sender', '${rows[42]?.sender}')`,
+		);
+		expect(hit.some((p) => p.excl === false)).toBe(true);
+	});
+
+	it("writes a readable empty file for an empty dataset, and leaves no temporary files", async () => {
+		const path = join(dir, "empty", "self_destructs.parquet");
+		await writer.write("self_destructs", [], path, join(dir, "staging"));
+		const rows = await query(`SELECT count(*)::INT AS n FROM '${path}'`);
+		expect(rows[0]?.n).toBe(0);
+		expect(await readdir(join(dir, "empty"))).toEqual(["self_destructs.parquet"]);
+		expect(await readdir(join(dir, "staging"))).toEqual([]);
+	});
+});
