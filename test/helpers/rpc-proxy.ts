@@ -9,9 +9,10 @@ interface RpcRequest {
 
 /**
  * A JSON-RPC proxy in front of a real node (anvil) that can refuse methods, to play a node
- * without some capability (no trace API, no eth_getBlockReceipts) — anvil itself serves them all.
+ * without some capability (no trace API, no eth_getBlockReceipts) — anvil itself serves them all —
+ * or answer slowly, to play a distant node (so a test can interrupt a run midway).
  */
-export async function startRpcProxy(target: string, opts: { refuse?: string[] } = {}) {
+export async function startRpcProxy(target: string, opts: { refuse?: string[]; delayMs?: number } = {}) {
 	const refused = new Set(opts.refuse ?? []);
 	const calls: string[] = [];
 	const server = createServer((req, res) => {
@@ -23,6 +24,7 @@ export async function startRpcProxy(target: string, opts: { refuse?: string[] } 
 			const parsed = JSON.parse(body) as RpcRequest | RpcRequest[];
 			const list = Array.isArray(parsed) ? parsed : [parsed];
 			for (const r of list) calls.push(r.method);
+			if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
 			const forward = list.filter((r) => !refused.has(r.method));
 			const answers = new Map<unknown, unknown>();
 			if (forward.length > 0) {
