@@ -62,7 +62,7 @@ function decodeTokenLog(log: LogRow): TokenFields | null {
 		if (log.topic_count === 3 && words.length === 1 && words[0] !== undefined) {
 			return { ...base, asset_type: "ft", token_standard: "erc20", value: wordToDecimal(words[0]), token_id: null };
 		}
-		if (log.topic_count === 4 && words.length === 0 && log.topic3 != null) {
+		if (log.topic_count === 4 && words.length === 0 && log.topic3 != null && /^0x[0-9a-f]{64}$/.test(log.topic3)) {
 			const tokenId = wordToDecimal(log.topic3.slice(2));
 			return { ...base, asset_type: "nft", token_standard: "erc721", value: null, token_id: tokenId };
 		}

@@ -1,7 +1,7 @@
 import { HttpRequestError, http, RpcRequestError, TimeoutError } from "viem";
 import { ChainlakeError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
-import { JsonRpcCallError, TransportError, createHttpBatchTransport } from "./http-batch.js";
+import { createHttpBatchTransport, JsonRpcCallError, TransportError } from "./http-batch.js";
 
 /** Attempts per request across all endpoints before giving up (a node restart takes seconds). */
 const MAX_ATTEMPTS = 6;
@@ -123,7 +123,10 @@ interface ErrorKind {
 /** Sorts a failed request by what a retry could change. */
 export function classify(err: unknown): ErrorKind {
 	if (err instanceof JsonRpcCallError) {
-		if (METHOD_NOT_FOUND_CODES.has(err.code) || /method .*(not found|not supported|does not exist)/i.test(err.message)) {
+		if (
+			METHOD_NOT_FOUND_CODES.has(err.code) ||
+			/method .*(not found|not supported|does not exist)/i.test(err.message)
+		) {
 			return { name: "method_not_found", retryable: false };
 		}
 		if (RETRYABLE_RPC_CODES.has(err.code) || RETRYABLE_RPC_MESSAGE.test(err.message)) {

@@ -43,7 +43,10 @@ export interface HttpBatchTransport {
 	request(method: string, params: unknown[]): Promise<unknown>;
 }
 
-export function createHttpBatchTransport(url: string, opts: { batchSize: number; timeoutMs: number }): HttpBatchTransport {
+export function createHttpBatchTransport(
+	url: string,
+	opts: { batchSize: number; timeoutMs: number },
+): HttpBatchTransport {
 	let queue: Pending[] = [];
 	let nextId = 1;
 	let scheduled = false;
@@ -70,7 +73,9 @@ export function createHttpBatchTransport(url: string, opts: { batchSize: number;
 		} catch (err) {
 			const timeout = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
 			const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-			const why = timeout ? `no answer within ${opts.timeoutMs} ms` : `cannot connect (${cause?.code ?? cause?.message ?? String(err)})`;
+			const why = timeout
+				? `no answer within ${opts.timeoutMs} ms`
+				: `cannot connect (${cause?.code ?? cause?.message ?? String(err)})`;
 			failAll(new TransportError(timeout ? "timeout" : "network", why, undefined, undefined, { cause: err }));
 			return;
 		}
@@ -78,7 +83,11 @@ export function createHttpBatchTransport(url: string, opts: { batchSize: number;
 		try {
 			text = await res.text();
 		} catch (err) {
-			failAll(new TransportError("network", `connection lost while reading the answer`, res.status, undefined, { cause: err }));
+			failAll(
+				new TransportError("network", `connection lost while reading the answer`, res.status, undefined, {
+					cause: err,
+				}),
+			);
 			return;
 		}
 		if (!res.ok) {
@@ -90,13 +99,19 @@ export function createHttpBatchTransport(url: string, opts: { batchSize: number;
 		try {
 			body = JSON.parse(text);
 		} catch (err) {
-			failAll(new TransportError("bad_response", `unreadable JSON (${text.length} bytes)`, res.status, undefined, { cause: err }));
+			failAll(
+				new TransportError("bad_response", `unreadable JSON (${text.length} bytes)`, res.status, undefined, {
+					cause: err,
+				}),
+			);
 			return;
 		}
 		// Some nodes answer a whole batch with one error object (rate limits, batches disabled).
 		if (!Array.isArray(body)) {
 			const e = (body as { error?: { code: number; message: string } }).error;
-			failAll(e ? new JsonRpcCallError(e.code, e.message) : new TransportError("bad_response", "expected a JSON array"));
+			failAll(
+				e ? new JsonRpcCallError(e.code, e.message) : new TransportError("bad_response", "expected a JSON array"),
+			);
 			return;
 		}
 		const byId = new Map<unknown, { result?: unknown; error?: { code: number; message: string; data?: unknown } }>();

@@ -37,14 +37,14 @@ export function lower(hex: string | null | undefined): string | null {
 
 /** The address held in the low 20 bytes of a 32-byte word, or null when the high 12 bytes are not zero. */
 export function wordToAddress(word: string | null | undefined): string | null {
-	if (word == null || word.length !== 66 || !word.startsWith("0x000000000000000000000000")) return null;
+	if (word == null || !/^0x000000000000000000000000[0-9a-fA-F]{40}$/.test(word)) return null;
 	return `0x${word.slice(26).toLowerCase()}`;
 }
 
-/** Splits 0x-prefixed data into 32-byte words (hex, no prefix); null when it is not whole words. */
+/** Splits 0x-prefixed data into 32-byte words (hex, no prefix); null when it is not whole words of hex. */
 export function dataWords(data: string): string[] | null {
 	const body = data.slice(2);
-	if (body.length % 64 !== 0) return null;
+	if (body.length % 64 !== 0 || !/^[0-9a-fA-F]*$/.test(body)) return null;
 	const words: string[] = [];
 	for (let i = 0; i < body.length; i += 64) words.push(body.slice(i, i + 64));
 	return words;

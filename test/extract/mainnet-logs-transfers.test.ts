@@ -194,6 +194,12 @@ describe("malformed token logs: no rows, no throw", () => {
 			"TransferBatch with an offset of 2^255",
 			log([TRANSFER_BATCH_TOPIC, OP, A, B], data(`8${"0".repeat(63)}`, 0x40, 1, 7)),
 		],
+		["Transfer with non-hex data of the right length", log([TRANSFER_TOPIC, A, B], `0x${"zz".repeat(32)}`)],
+		[
+			"Transfer with a non-hex address topic",
+			log([TRANSFER_TOPIC, `0x${"0".repeat(24)}${"g".repeat(40)}`, B], data(1)),
+		],
+		["ERC-721 Transfer with a non-hex token id topic", log([TRANSFER_TOPIC, A, B, `0x${"q".repeat(64)}`], "0x")],
 		[
 			"TransferBatch with an array length beyond the data",
 			log([TRANSFER_BATCH_TOPIC, OP, A, B], data(0x40, 0x80, 1000, 7, 1, 9)),

@@ -1,0 +1,60 @@
+/**
+ * Backfill speed on the anvil workload: `npm run bench:backfill [-- --blocks 300 --txs 20]`.
+ * Starts anvil, runs the Solidity workload plus `--blocks` blocks of mixed activity, backfills
+ * everything into a temp folder, and prints blocks/s, rows/s and bytes per row of each dataset.
+ */
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { createBackfill } from "../src/backfill/backfill.js";
+import { DATASETS } from "../src/extract/rows.js";
+import { createRpcClient } from "../src/rpc/client.js";
+import { datasetDir } from "../src/store/layout.js";
+import { parseChainId } from "../src/util/chain.js";
+import { createLogger } from "../src/util/logger.js";
+import { generateActivity } from "../src/workload/activity.js";
+import { startAnvil } from "../src/workload/anvil.js";
+import { runWorkload } from "../src/workload/run.js";
+
+const { values } = parseArgs({
+	options: { blocks: { type: "string", default: "300" }, txs: { type: "string", default: "20" } },
+});
+const anvil = await startAnvil({ chainId: 31337 });
+const dir = await mkdtemp(join(tmpdir(), "chainlake-bench-"));
+try {
+	const work = await runWorkload({ rpcUrl: anvil.url });
+	const activity = await generateActivity({
+		rpcUrl: anvil.url,
+		contracts: work.contracts,
+		blocks: Number(values.blocks),
+		txsPerBlock: Number(values.txs),
+	});
+	const logger = createLogger({ quiet: true });
+	const backfill = createBackfill({
+		rpc: createRpcClient({ urls: [anvil.url], logger }),
+		chain: parseChainId("eip155-31337"),
+		dataDir: dir,
+		logger,
+	});
+	const s = await backfill.run({ from: 0, to: "latest", traces: "parity" });
+	const totalRows = Object.values(s.rows).reduce((a, b) => a + b, 0);
+	console.log(
+		`anvil workload: ${s.blocks} blocks, ${work.txs.length + activity.txs} txs (${values.txs}/block of activity), traces ${s.traceFormat}`,
+	);
+	console.log(
+		`backfill: ${s.seconds.toFixed(2)} s, ${(s.blocks / s.seconds).toFixed(1)} blocks/s, ${(totalRows / s.seconds).toFixed(0)} rows/s`,
+	);
+	console.log("| dataset | rows | bytes | bytes/row |\n|---|---:|---:|---:|");
+	for (const d of DATASETS) {
+		const ddir = datasetDir(dir, "eip155-31337", d);
+		let bytes = 0;
+		for (const f of readdirSync(ddir)) bytes += (await stat(join(ddir, f))).size;
+		const rows = s.rows[d];
+		console.log(`| ${d} | ${rows} | ${bytes} | ${rows ? (bytes / rows).toFixed(1) : "-"} |`);
+	}
+} finally {
+	await anvil.stop();
+	await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,92 @@
+import { type Abi, encodeFunctionData } from "viem";
+import { compileContracts } from "./compile.js";
+import type { WorkloadContracts } from "./types.js";
+
+/** Fixed fees and gas so anvil never has to estimate (estimation would double the RPC work). */
+const TX_FIELDS = { maxFeePerGas: "0x4a817c800", maxPriorityFeePerGas: "0x3b9aca00", gas: "0x7a120" };
+const TOKEN_SEED = 10n ** 30n;
+
+export interface ActivityOptions {
+	rpcUrl: string;
+	/** From a prior runWorkload on the same chain. */
+	contracts: WorkloadContracts;
+	blocks: number;
+	txsPerBlock: number;
+}
+
+async function rpc(url: string, calls: { method: string; params: unknown[] }[]): Promise<unknown[]> {
+	const res = await fetch(url, {
+		method: "POST",
+		headers: { "content-type": "application/json" },
+		body: JSON.stringify(calls.map((c, id) => ({ jsonrpc: "2.0", id, ...c }))),
+	});
+	const out = (await res.json()) as { id: number; result?: unknown; error?: { message: string } }[];
+	return out
+		.sort((a, b) => a.id - b.id)
+		.map((r) => {
+			if (r.error) throw new Error(`activity: ${r.error.message}`);
+			return r.result;
+		});
+}
+
+/**
+ * Steady, mixed activity on an anvil chain that already ran the workload: per block
+ * `txsPerBlock` transactions from anvil's unlocked dev accounts, cycling through native
+ * transfers, ERC-20 transfers, internal value forwards, ERC-1155 transfers, ERC-721 mints,
+ * factory deploys, and now and then a reverting call. Blocks are mined explicitly, so each holds
+ * exactly that many transactions. Used by the backfill benchmark (and the demo chain).
+ */
+export async function generateActivity(opts: ActivityOptions): Promise<{ blocks: number; txs: number }> {
+	const artifacts = await compileContracts();
+	const abi = (name: string): Abi => {
+		const a = artifacts[name];
+		if (!a) throw new Error(`contract ${name} not compiled`);
+		return a.abi;
+	};
+	const call = (name: string, functionName: string, args: unknown[]) =>
+		encodeFunctionData({ abi: abi(name), functionName, args });
+	const [accounts] = (await rpc(opts.rpcUrl, [{ method: "eth_accounts", params: [] }])) as [string[]];
+	const c = opts.contracts;
+	const send = (from: string, to: string, data = "0x", value = "0x0") => ({
+		method: "eth_sendTransaction",
+		params: [{ from, to, data, value, ...TX_FIELDS }],
+	});
+	const mine = async (txs: ReturnType<typeof send>[]) => {
+		await rpc(opts.rpcUrl, txs);
+		await rpc(opts.rpcUrl, [{ method: "evm_mine", params: [] }]);
+	};
+
+	await rpc(opts.rpcUrl, [{ method: "evm_setAutomine", params: [false] }]);
+	try {
+		// Seed every account with ERC-20 and ERC-1155 balances to move around.
+		await mine(
+			accounts.flatMap((a) => [
+				send(a, c.token20, call("Token20", "mint", [a, TOKEN_SEED])),
+				send(a, c.token1155, call("Token1155", "mint", [a, 1n, TOKEN_SEED])),
+			]),
+		);
+		let n = 0;
+		for (let b = 0; b < opts.blocks; b++) {
+			const txs = [];
+			for (let t = 0; t < opts.txsPerBlock; t++, n++) {
+				const from = accounts[n % accounts.length] as string;
+				const to = accounts[(n * 7 + 3) % accounts.length] as string;
+				const wei = `0x${(10n ** 15n * BigInt((n % 97) + 1)).toString(16)}`;
+				if (n % 53 === 52) txs.push(send(from, c.reverter, call("Reverter", "boom", [to]), wei));
+				else if (n % 6 === 0) txs.push(send(from, to, "0x", wei));
+				else if (n % 6 === 1)
+					txs.push(send(from, c.token20, call("Token20", "transfer", [to, BigInt(n + 1) * 10n ** 18n])));
+				else if (n % 6 === 2) txs.push(send(from, c.forwarder, call("Forwarder", "forward", [to]), wei));
+				else if (n % 6 === 3) {
+					txs.push(send(from, c.token1155, call("Token1155", "safeTransferFrom", [from, to, 1n, BigInt(n + 1), "0x"])));
+				} else if (n % 6 === 4)
+					txs.push(send(from, c.token721, call("Token721", "mint", [to, 1_000_000n + BigInt(n)])));
+				else txs.push(send(from, c.factory, call("Factory", "deploy", []), wei));
+			}
+			await mine(txs);
+		}
+		return { blocks: opts.blocks + 1, txs: n + accounts.length * 2 };
+	} finally {
+		await rpc(opts.rpcUrl, [{ method: "evm_setAutomine", params: [true] }]);
+	}
+}
