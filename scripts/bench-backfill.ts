@@ -3,8 +3,9 @@
  * Starts anvil, runs the Solidity workload plus `--blocks` blocks of mixed activity, backfills
  * everything into a temp folder, and prints blocks/s, rows/s and bytes per row of each dataset.
  */
-import { mkdtemp, rm, stat } from "node:fs/promises";
+
 import { readdirSync } from "node:fs";
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";

@@ -1,4 +1,3 @@
-import { HttpRequestError, http, RpcRequestError, TimeoutError } from "viem";
 import { ChainlakeError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 import { createHttpBatchTransport, JsonRpcCallError, TransportError } from "./http-batch.js";
