@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -167,5 +168,19 @@ describe("both trace sources", () => {
 			const all = `SELECT * EXCLUDE (${d === "contract_creations" ? "gas_used" : "id"}) FROM ${d} ORDER BY id`;
 			expect(await geth.rows(all), d).toEqual(await parity.rows(all));
 		}
+	});
+});
+
+describe("parent hashes chain onto stored ranges", () => {
+	it("refuses to append a range whose parent is not the stored tip", async () => {
+		const dir = join(root, "chained");
+		await backfillInto(dir, anvil.url, CHAIN, { from: 0, to: 10, traces: "off" });
+		const path = join(dir, `eip155-${CHAIN}`, "_manifest.json");
+		const manifest = JSON.parse(readFileSync(path, "utf8"));
+		manifest.chunks[0].last_hash = `0x${"ee".repeat(32)}`;
+		writeFileSync(path, JSON.stringify(manifest));
+		const err = await backfillInto(dir, anvil.url, CHAIN, { from: 11, to: 12, traces: "off" }).catch((e: unknown) => e);
+		expect((err as { code?: string }).code).toBe("REORG_BELOW_STORED");
+		expect((err as Error).message).toContain("differs from stored block 10");
 	});
 });
