@@ -7,6 +7,21 @@ function inTransaction(t: TraceRow): t is TxTrace {
 	return t.transaction_index != null && t.transaction_hash != null && t.origin != null;
 }
 
+/** The fields a creation or self-destruct row takes over from its frame. */
+function frameContext(t: TxTrace) {
+	return {
+		id: t.id,
+		block_number: t.block_number,
+		block_hash: t.block_hash,
+		block_timestamp: t.block_timestamp,
+		transaction_index: t.transaction_index,
+		transaction_hash: t.transaction_hash,
+		origin: t.origin,
+		trace_index: t.trace_index,
+		trace_address: t.trace_address,
+	};
+}
+
 /**
  * Contract creations from CREATE/CREATE2 frames, top-level deploys included. A creation that
  * failed, or sits below a frame that reverted, created nothing and is left out.
@@ -17,13 +32,7 @@ export function deriveContractCreations(traces: TraceRow[]): ContractCreationRow
 			(t): t is TxTrace => t.trace_type === "create" && t.status === 1 && t.to_address != null && inTransaction(t),
 		)
 		.map((t) => ({
-			id: t.id,
-			block_number: t.block_number,
-			block_hash: t.block_hash,
-			block_timestamp: t.block_timestamp,
-			transaction_index: t.transaction_index,
-			transaction_hash: t.transaction_hash,
-			origin: t.origin,
+			...frameContext(t),
 			contract_address: t.to_address as string,
 			caller: t.from_address ?? t.origin,
 			value: t.value ?? "0",
@@ -34,8 +43,6 @@ export function deriveContractCreations(traces: TraceRow[]): ContractCreationRow
 					: t.call_type === "create" || t.trace_address.length === 0
 						? "CREATE"
 						: null,
-			trace_index: t.trace_index,
-			trace_address: t.trace_address,
 			init_code_hash: t.input == null ? null : keccak256(t.input as `0x${string}`),
 			bytecode: t.output,
 			gas_used: t.gas_used,
@@ -53,20 +60,12 @@ export function deriveSelfDestructs(traces: TraceRow[]): SelfDestructRow[] {
 		.map((t) => {
 			const parent = byPath.get(`${t.transaction_hash}:${t.trace_address.slice(0, -1).join(",")}`);
 			return {
-				id: t.id,
-				block_number: t.block_number,
-				block_hash: t.block_hash,
-				block_timestamp: t.block_timestamp,
-				transaction_index: t.transaction_index,
-				transaction_hash: t.transaction_hash,
-				origin: t.origin,
+				...frameContext(t),
 				// Old geth leaves SELFDESTRUCT frames empty: the parent call's target is the contract.
 				contract_address: t.from_address ?? parent?.to_address ?? null,
 				caller: parent?.from_address ?? null,
 				beneficiary: t.to_address,
 				value: t.value,
-				trace_index: t.trace_index,
-				trace_address: t.trace_address,
 			};
 		});
 }

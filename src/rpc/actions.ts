@@ -58,7 +58,7 @@ export async function getBlockReceipts(rpc: RpcClient, block: RpcBlock, caps: No
 /** `trace_block` (Parity style) or `debug_traceBlockByNumber` with geth's callTracer. */
 export async function getBlockTraces(rpc: RpcClient, n: number, format: TraceFormat): Promise<RawTraces> {
 	// Genesis has no transactions, and geth refuses to trace it.
-	if (n === 0) return format === "parity" ? { format, data: [] } : { format, data: [] };
+	if (n === 0) return { format, data: [] } as RawTraces;
 	if (format === "parity") {
 		const data = await rpc.request<ParityTrace[] | null>("trace_block", [toHex(n)]);
 		if (data == null) throw new ConsistencyError(`no traces for block ${n} (yet)`, { retryable: true });
