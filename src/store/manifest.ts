@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
@@ -71,4 +72,13 @@ export function missingRanges(m: Manifest, from: number, to: number): [number, n
 	}
 	if (cursor <= to) out.push([cursor, to]);
 	return out;
+}
+
+/** The manifest as last saved, or null if there is none or it cannot be read (for status pages). */
+export function readManifestSafe(dataDir: string, chain: string): Manifest | null {
+	try {
+		return JSON.parse(readFileSync(manifestPath(dataDir, chain), "utf8")) as Manifest;
+	} catch {
+		return null;
+	}
 }

@@ -1,0 +1,137 @@
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from "fastify";
+import { jsonSchemaTransform, validatorCompiler } from "fastify-type-provider-zod";
+import type { Store } from "../query/store.js";
+import { authenticate } from "./auth.js";
+import { ApiError, errorBody } from "./errors.js";
+import type { Keyring } from "./keys.js";
+import { stringifyExact } from "./records.js";
+import { addressRoutes } from "./routes/address.js";
+import { blockRoutes } from "./routes/blocks.js";
+import { contractRoutes } from "./routes/contracts.js";
+import { healthRoutes } from "./routes/health.js";
+import { txRoutes } from "./routes/txs.js";
+
+export interface AppOptions {
+	store: Store;
+	keyring: Keyring;
+	dataDir: string;
+	/** Path prefix before /{chain_id}/v1, e.g. /tsunami (api-contract.md §1). */
+	basePath?: string;
+	logger?: FastifyServerOptions["logger"];
+}
+
+/**
+ * The HTTP API: external plugins (OpenAPI, docs), then auth, then the routes, all answering
+ * through one error handler with the body of api-contract.md §3.
+ */
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+	const app = Fastify({
+		logger: opts.logger ?? false,
+		disableRequestLogging: true,
+		// Query strings like ?contract=a&contract=b arrive as arrays, which the schemas refuse.
+		routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+		bodyLimit: 1024,
+	});
+	app.setValidatorCompiler(validatorCompiler);
+	app.setReplySerializer((payload) => stringifyExact(payload));
+	const ctx = { store: opts.store, keyring: opts.keyring };
+	const base = opts.basePath ?? "";
+
+	await app.register(swagger, {
+		openapi: {
+			info: {
+				title: "chainlake",
+				version: "1",
+				description:
+					"Blocks, transactions, transfers, contract creations and self-destructs of EVM chains, from Parquet files. Every data route needs an API key (Bearer, or Basic with the key as username).",
+			},
+			servers: [{ url: base || "/" }],
+			components: {
+				securitySchemes: {
+					bearer: { type: "http", scheme: "bearer" },
+					basic: { type: "http", scheme: "basic" },
+				},
+			},
+			security: [{ bearer: [] }, { basic: [] }],
+		},
+		transform: jsonSchemaTransform,
+	});
+	await app.register(swaggerUi, { routePrefix: "/docs" });
+	app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+	// Data routes (/{chain}/v1/...) need a key, checked before anything else about the request;
+	// health, readiness and the docs do not.
+	const dataRoute = new RegExp(`^${base.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/[^/?]+/v1(/|\\?|$)`);
+	app.addHook("onRequest", async (req) => {
+		if (dataRoute.test(req.url)) authenticate(ctx.keyring, req.headers.authorization);
+	});
+
+	app.addHook("onResponse", async (req, reply) => {
+		req.log.info(
+			{
+				method: req.method,
+				route: req.routeOptions.url ?? null,
+				status: reply.statusCode,
+				ms: Math.round(reply.elapsedTime * 10) / 10,
+			},
+			"request",
+		);
+	});
+
+	app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
+		if (err instanceof ApiError) {
+			if (err.statusCode === 401) reply.header("WWW-Authenticate", 'Bearer realm="chainlake"');
+			return reply.code(err.statusCode).send(errorBody(err.statusCode, err.code, err.message));
+		}
+		const fe = err as FastifyError & { validation?: { instancePath?: string; message?: string; params?: unknown }[] };
+		if (fe.validation) {
+			return reply.code(400).send(errorBody(400, "INVALID_PARAMETER", validationMessage(fe, req.routeOptions.url)));
+		}
+		if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, fe.code ?? "BAD_REQUEST", fe.message));
+		}
+		req.log.error({ err }, "request failed");
+		return reply
+			.code(500)
+			.send(errorBody(500, "INTERNAL", `internal error; quote request id ${req.id} when reporting it`));
+	});
+
+	app.setNotFoundHandler((req, reply) => {
+		reply
+			.code(404)
+			.send(errorBody(404, "NOT_FOUND", `no route ${req.method} ${req.url.split("?")[0]}; see /docs for the API`));
+	});
+
+	await app.register(
+		async (scoped) => {
+			healthRoutes(scoped, ctx, opts.dataDir);
+			addressRoutes(scoped, ctx);
+			txRoutes(scoped, ctx);
+			blockRoutes(scoped, ctx);
+			contractRoutes(scoped, ctx);
+		},
+		{ prefix: base },
+	);
+	return app;
+}
+
+/** "limit: must be from 1 to 1000 (default 100); unknown parameter foo" from the schema's issues. */
+function validationMessage(err: FastifyError & { validationContext?: string }, route?: string) {
+	const issues = (err.validation ?? []) as {
+		keyword?: string;
+		instancePath?: string;
+		message?: string;
+		params?: { keys?: string[] };
+	}[];
+	const parts = issues.map((v) => {
+		if (v.keyword === "unrecognized_keys") {
+			const keys = v.params?.keys ?? [];
+			return `unknown parameter${keys.length > 1 ? "s" : ""} ${keys.join(", ")}: see /docs for the parameters of ${route ?? "this route"}`;
+		}
+		const name = v.instancePath?.replace(/^\//, "").replaceAll("/", ".") || err.validationContext || "request";
+		return `${name}: ${v.message ?? "is invalid"}`;
+	});
+	return parts.join("; ") || err.message;
+}

@@ -1,0 +1,28 @@
+import { ApiError } from "./errors.js";
+import type { Keyring } from "./keys.js";
+
+const HOW = "send Authorization: Bearer <key> (or Basic auth with the key as username and an empty password)";
+
+/**
+ * The API key of a request: `Authorization: Bearer <key>` (the spec) or
+ * `Authorization: Basic base64(<key>:)` (what the official clients send).
+ */
+export function keyFromHeader(header: string | undefined): string {
+	if (header === undefined || header.trim() === "")
+		throw new ApiError(401, "MISSING_API_KEY", `an API key is required: ${HOW}`);
+	const m = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(header);
+	if (!m?.[1] || !m[2]) throw new ApiError(401, "INVALID_AUTHORIZATION", `malformed Authorization header: ${HOW}`);
+	if (m[1].toLowerCase() === "bearer") return m[2];
+	const decoded = Buffer.from(m[2], "base64").toString("utf8");
+	const key = decoded.split(":")[0] ?? "";
+	if (!/^[A-Za-z0-9+/=]+$/.test(m[2]) || key === "") {
+		throw new ApiError(401, "INVALID_AUTHORIZATION", `malformed Basic credentials: ${HOW}`);
+	}
+	return key;
+}
+
+export function authenticate(keyring: Keyring, header: string | undefined): void {
+	const key = keyFromHeader(header);
+	if (!keyring.verify(key))
+		throw new ApiError(401, "INVALID_API_KEY", "unknown or revoked API key: create one with npm run keys -- create");
+}

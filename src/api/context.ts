@@ -1,0 +1,23 @@
+import type { FastifyBaseLogger } from "fastify";
+import type { Store } from "../query/store.js";
+import { notFound } from "./errors.js";
+import type { Keyring } from "./keys.js";
+
+/** What every route needs, handed to the route plugins once. */
+export interface ApiContext {
+	store: Store;
+	keyring: Keyring;
+	log?: FastifyBaseLogger;
+}
+
+/** 404 for a well-formed chain id that has no data here, naming the chains that do. */
+export function servedChain(ctx: ApiContext, chain: string): string {
+	const chains = ctx.store.chains();
+	if (!chains.includes(chain)) {
+		throw notFound(
+			"CHAIN_NOT_FOUND",
+			`chain ${chain} is not served here; served: ${chains.length > 0 ? chains.join(", ") : "none yet"}`,
+		);
+	}
+	return chain;
+}

@@ -1,0 +1,44 @@
+import type { Page } from "../query/list.js";
+import type { Row } from "../query/store.js";
+import { badRequest } from "./errors.js";
+import type { ListQuery } from "./params.js";
+import type { ResolvedRange } from "./range.js";
+
+export const DEFAULT_LIMIT = 100;
+const ID = /^[0-9a-f]{16}-[0-9a-f]{4}-[0-9a-f]{8}$/;
+
+/** The page to read: range, limit, order, and the item id after which it starts. */
+export function pageOf(q: ListQuery, range: ResolvedRange): Page {
+	if (q.offset !== undefined && !ID.test(q.offset)) {
+		throw badRequest("INVALID_OFFSET", "offset must be the next_offset of the previous page (an item id)");
+	}
+	return {
+		start: range.start,
+		end: range.end,
+		limit: q.limit ?? DEFAULT_LIMIT,
+		order: q.order ?? "asc",
+		after: q.offset,
+	};
+}
+
+/** The list envelope of api-contract.md §5. */
+export function envelope<T extends object>(
+	range: ResolvedRange,
+	result: { rows: Row[]; hasMore: boolean },
+	map: (r: Row) => T,
+	nextOffset: (last: Row) => string = (last) => last.id as string,
+) {
+	const items = result.rows.map(map);
+	const last = result.rows[result.rows.length - 1];
+	return {
+		range: {
+			has_more: result.hasMore,
+			start_block: range.start,
+			end_block: range.end,
+			next_offset: result.hasMore && last ? nextOffset(last) : null,
+		},
+		items,
+	};
+}
+
+export type Envelope = ReturnType<typeof envelope>;

@@ -1,0 +1,161 @@
+import type { Row } from "../query/store.js";
+
+/**
+ * Rows to the record shapes of api-contract.md §6. Amounts stay decimal strings; block
+ * integers that can pass 2^53 (nonce, difficulty, total difficulty) become bigint, which the
+ * app's serializer writes as exact JSON integers.
+ */
+const n = (v: unknown) => (v == null ? null : Number(v));
+const big = (v: unknown) => (v == null ? null : BigInt(v as string | bigint));
+
+function common(r: Row) {
+	return {
+		id: r.id as string,
+		tx_hash: r.transaction_hash as string,
+		block_hash: r.block_hash as string,
+		block_number: Number(r.block_number),
+		timestamp: Number(r.block_timestamp),
+		origin: r.origin as string,
+	};
+}
+
+export function blockRecord(r: Row, ghost = false) {
+	return {
+		hash: r.hash as string,
+		parent_hash: r.parent_hash as string,
+		number: Number(r.number),
+		timestamp: Number(r.timestamp),
+		header: {
+			nonce: big(r.nonce),
+			gas_used: Number(r.gas_used),
+			mix_hash: (r.mix_hash as string | null) ?? null,
+			gas_limit: Number(r.gas_limit),
+			difficulty: big(r.difficulty),
+			extra_data: r.extra_data as string,
+			logs_bloom: r.logs_bloom as string,
+			state_root: r.state_root as string,
+			sha3_uncles: r.sha3_uncles as string,
+			receipts_root: r.receipts_root as string,
+			total_difficulty: big(r.total_difficulty),
+			transactions_root: r.transactions_root as string,
+		},
+		ghost,
+		miner: r.miner as string,
+		base_fee_per_gas: (r.base_fee_per_gas as string | null) ?? null,
+		size: n(r.size),
+		transaction_count: Number(r.transaction_count),
+	};
+}
+
+export function logRecord(r: Row) {
+	return {
+		...common(r),
+		contract: r.address as string,
+		op_code: `LOG${Number(r.topic_count)}`,
+		topic_0: (r.topic0 as string | null) ?? null,
+		topic_1: (r.topic1 as string | null) ?? null,
+		topic_2: (r.topic2 as string | null) ?? null,
+		topic_3: (r.topic3 as string | null) ?? null,
+		log_data: r.data as string,
+		log_index: Number(r.log_index),
+	};
+}
+
+export function transactionRecord(r: Row, logs?: Row[]) {
+	const gasUsed = Number(r.gas_used);
+	const cumulative = Number(r.cumulative_gas_used);
+	const record = {
+		id: r.id as string,
+		hash: r.transaction_hash as string,
+		block_hash: r.block_hash as string,
+		block_number: Number(r.block_number),
+		block_timestamp: Number(r.block_timestamp),
+		index: Number(r.transaction_index),
+		gas_range: [cumulative - gasUsed, cumulative],
+		data: {
+			origin: r.from_address as string,
+			to: (r.to_address as string | null) ?? null,
+			value: r.value as string,
+			input: r.input as string,
+			nonce: Number(r.nonce),
+			status: r.status == null ? null : Number(r.status) === 1,
+			tx_type: Number(r.transaction_type),
+			fee: (r.fee as string | null) ?? null,
+			gas_used: gasUsed,
+			gas_limit: Number(r.gas),
+			gas_price: ((r.effective_gas_price ?? r.gas_price) as string | null) ?? null,
+			gas_fee_cap: (r.max_fee_per_gas as string | null) ?? undefined,
+			gas_tip_cap: (r.max_priority_fee_per_gas as string | null) ?? undefined,
+			contract_address: (r.contract_address as string | null) ?? undefined,
+			sig_r: (r.r as string | null) ?? null,
+			sig_s: (r.s as string | null) ?? null,
+			sig_v: n(r.v),
+		},
+	};
+	return logs ? { ...record, logs: logs.map(logRecord) } : record;
+}
+
+export function transferRecord(r: Row) {
+	const batch = r.batch_values != null;
+	return {
+		...common(r),
+		contract: (r.contract as string | null) ?? null,
+		sender: r.sender as string,
+		recipient: r.recipient as string,
+		value: batch ? (r.batch_values as string[]) : ((r.value as string | null) ?? null),
+		token_id: batch ? (r.batch_token_ids as string[]) : ((r.token_id as string | null) ?? null),
+		asset_type: r.asset_type as string,
+		token_standard: r.token_standard as string,
+	};
+}
+
+export function creationRecord(r: Row) {
+	return {
+		...common(r),
+		contract: r.contract_address as string,
+		caller: r.caller as string,
+		value: r.value as string,
+		op_code: (r.op_code as string | null) ?? null,
+		data: {
+			init_code_hash: (r.init_code_hash as string | null) ?? null,
+			trace_address: (r.trace_address as number[]) ?? [],
+			gas_used: n(r.gas_used),
+		},
+	};
+}
+
+export function selfDestructRecord(r: Row) {
+	return {
+		...common(r),
+		contract: (r.contract_address as string | null) ?? null,
+		caller: (r.caller as string | null) ?? null,
+		value: (r.value as string | null) ?? null,
+		op_code: "SELFDESTRUCT",
+		data: { beneficiary: (r.beneficiary as string | null) ?? null, trace_address: (r.trace_address as number[]) ?? [] },
+	};
+}
+
+export function callRecord(r: Row) {
+	return {
+		...common(r),
+		contract: (r.to_address as string | null) ?? null,
+		from: (r.from_address as string | null) ?? null,
+		to: (r.to_address as string | null) ?? null,
+		value: (r.value as string | null) ?? null,
+		input: (r.input as string | null) ?? null,
+		output: (r.output as string | null) ?? null,
+		trace_type: r.trace_type as string,
+		call_type: (r.call_type as string | null) ?? null,
+		trace_address: (r.trace_address as number[]) ?? [],
+		gas: n(r.gas),
+		gas_used: n(r.gas_used),
+		error: (r.error as string | null) ?? null,
+		status: Number(r.status) === 1,
+	};
+}
+
+/** JSON with bigint written as exact integers (JSON.stringify refuses bigint). */
+export function stringifyExact(value: unknown): string {
+	const marked = JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? `\u0000big:${v}` : v));
+	return marked.replace(/"\\u0000big:(\d+)"/g, "$1");
+}

@@ -1,0 +1,128 @@
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { findWalletTransactions, logsOfTransactions } from "../../query/transactions.js";
+import { type AssetFilter, findTransfers } from "../../query/transfers.js";
+import { type ApiContext, servedChain } from "../context.js";
+import { badRequest } from "../errors.js";
+import { envelope, pageOf } from "../list-reply.js";
+import { addressList, addressParam, booleanParam, listQuery } from "../params.js";
+import { resolveRange } from "../range.js";
+import { transactionRecord, transferRecord } from "../records.js";
+import { sendList } from "../send-list.js";
+
+const direction = z.enum(["incoming", "outgoing"], { error: "must be incoming or outgoing" });
+const ASSETS = ["native", "ft", "nft", "multi"] as const;
+const assetList = z
+	.string({ error: (i) => (Array.isArray(i.input) ? "give this parameter once" : "must be a list") })
+	.transform((s) => s.split(",").map((a) => a.trim()))
+	.refine(
+		(l) => l.every((a) => (ASSETS as readonly string[]).includes(a)),
+		"must be native, ft, nft or multi, comma-separated",
+	)
+	.transform((l) => [...new Set(l)] as AssetFilter[]);
+
+const pathParams = z.object({
+	chain_id: z.string().regex(/^eip155-\d{1,16}$/, "must be eip155-<chain number>"),
+	address: addressParam,
+});
+
+export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
+	const r = app.withTypeProvider<ZodTypeProvider>();
+
+	r.get(
+		"/:chain_id/v1/address/:address/transfers",
+		{
+			schema: {
+				summary: "Transfers of a wallet",
+				description:
+					"Native, ERC-20, ERC-721 and ERC-1155 transfers where the address is sender or recipient. asset_type defaults to ft. Example: /eip155-1/v1/address/0x.../transfers?asset_type=native,ft&block_number_start=-1000&block_number_end=latest&limit=100",
+				tags: ["transfers"],
+				params: pathParams,
+				querystring: z
+					.object({
+						...listQuery,
+						direction: direction.optional(),
+						origin: addressParam.optional(),
+						counterparty: addressParam.optional(),
+						asset_type: assetList.optional(),
+						contract: addressList.optional(),
+					})
+					.strict(),
+			},
+		},
+		async (req, reply) => {
+			const chain = servedChain(ctx, req.params.chain_id);
+			const q = req.query;
+			const assets = q.asset_type ?? ["ft"];
+			if (q.contract && assets.length === 1 && assets[0] === "native") {
+				throw badRequest(
+					"INVALID_PARAMETER",
+					"contract filters token transfers; it cannot be combined with asset_type=native alone",
+				);
+			}
+			const range = await resolveRange(ctx.store, chain, q);
+			const result = await findTransfers(
+				ctx.store,
+				chain,
+				{
+					address: req.params.address,
+					direction: q.direction,
+					counterparty: q.counterparty,
+					origin: q.origin,
+					assets,
+					contracts: q.contract,
+				},
+				pageOf(q, range),
+			);
+			return sendList(reply, q.format, envelope(range, result, transferRecord));
+		},
+	);
+
+	r.get(
+		"/:chain_id/v1/address/:address/txs",
+		{
+			schema: {
+				summary: "Transactions of a wallet",
+				description:
+					"Transactions sent (outgoing) or received (incoming) by the address, optionally with their logs. Example: /eip155-1/v1/address/0x.../txs?direction=outgoing&include_logs=true&limit=100",
+				tags: ["transactions"],
+				params: pathParams,
+				querystring: z
+					.object({
+						...listQuery,
+						direction: direction.optional(),
+						counterparty: addressParam.optional(),
+						include_logs: booleanParam.optional(),
+					})
+					.strict(),
+			},
+		},
+		async (req, reply) => {
+			const chain = servedChain(ctx, req.params.chain_id);
+			const q = req.query;
+			const range = await resolveRange(ctx.store, chain, q);
+			const result = await findWalletTransactions(
+				ctx.store,
+				chain,
+				{ address: req.params.address, direction: q.direction, counterparty: q.counterparty },
+				pageOf(q, range),
+			);
+			if (!q.include_logs)
+				return sendList(
+					reply,
+					q.format,
+					envelope(range, result, (row) => transactionRecord(row)),
+				);
+			const logs = await logsOfTransactions(ctx.store, chain, result.rows);
+			const byTx = new Map<string, typeof logs>();
+			for (const l of logs)
+				byTx.set(l.transaction_hash as string, [...(byTx.get(l.transaction_hash as string) ?? []), l]);
+			return sendList(
+				reply,
+				q.format,
+				envelope(range, result, (row) => transactionRecord(row, byTx.get(row.transaction_hash as string) ?? [])),
+			);
+		},
+	);
+}

@@ -1,0 +1,102 @@
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { findBlockByHash, findBlockByNumber, listBlocks } from "../../query/blocks.js";
+import { type ApiContext, servedChain } from "../context.js";
+import { badRequest, notFound } from "../errors.js";
+import { DEFAULT_LIMIT, envelope } from "../list-reply.js";
+import { chainParams, hashParam, listQuery } from "../params.js";
+import { headBlock, resolveRange } from "../range.js";
+import { blockRecord } from "../records.js";
+import { sendList } from "../send-list.js";
+
+export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
+	const r = app.withTypeProvider<ZodTypeProvider>();
+
+	r.get(
+		"/:chain_id/v1/blocks/latest",
+		{
+			schema: {
+				summary: "Latest block",
+				description: "The newest block stored. Example: /eip155-1/v1/blocks/latest",
+				tags: ["blocks"],
+				params: chainParams,
+				querystring: z.object({}).strict(),
+			},
+		},
+		async (req) => {
+			const chain = servedChain(ctx, req.params.chain_id);
+			const block = await findBlockByNumber(ctx.store, chain, await headBlock(ctx.store, chain));
+			if (!block) throw notFound("BLOCK_NOT_FOUND", `no latest block on ${chain}`);
+			return blockRecord(block);
+		},
+	);
+
+	r.get(
+		"/:chain_id/v1/blocks/:block_hash",
+		{
+			schema: {
+				summary: "Block by hash",
+				description: "Example: /eip155-1/v1/blocks/0x<64 hex digits>",
+				tags: ["blocks"],
+				params: chainParams.extend({ block_hash: hashParam }),
+				querystring: z.object({}).strict(),
+			},
+		},
+		async (req) => {
+			const chain = servedChain(ctx, req.params.chain_id);
+			const block = await findBlockByHash(ctx.store, chain, req.params.block_hash);
+			if (!block) throw notFound("BLOCK_NOT_FOUND", `no block with hash ${req.params.block_hash} on ${chain}`);
+			return blockRecord(block);
+		},
+	);
+
+	r.get(
+		"/:chain_id/v1/blocks",
+		{
+			schema: {
+				summary: "Blocks of a range",
+				description:
+					"Needs a range (block numbers or timestamps). Pages by block hash: offset = next_offset. Example: /eip155-1/v1/blocks?block_number_start=-10&block_number_end=latest",
+				tags: ["blocks"],
+				params: chainParams,
+				querystring: z
+					.object({
+						...listQuery,
+						offset: hashParam.optional(),
+					})
+					.strict(),
+			},
+		},
+		async (req, reply) => {
+			const chain = servedChain(ctx, req.params.chain_id);
+			const q = req.query;
+			const range = await resolveRange(ctx.store, chain, q, { required: true });
+			let after: number | undefined;
+			if (q.offset !== undefined) {
+				const seen = await findBlockByHash(ctx.store, chain, q.offset);
+				if (!seen)
+					throw badRequest("INVALID_OFFSET", "offset must be the next_offset (a block hash) of the previous page");
+				after = Number(seen.number);
+			}
+			const page = {
+				start: range.start,
+				end: range.end,
+				limit: q.limit ?? DEFAULT_LIMIT,
+				order: q.order ?? "asc",
+				after,
+			};
+			const result = await listBlocks(ctx.store, chain, page);
+			return sendList(
+				reply,
+				q.format,
+				envelope(
+					range,
+					result,
+					(row) => blockRecord(row),
+					(last) => last.hash as string,
+				),
+			);
+		},
+	);
+}

@@ -1,0 +1,179 @@
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { DatasetName } from "../../extract/rows.js";
+import { findCalls, findCreations, findSelfDestructs } from "../../query/contracts.js";
+import { findEvents } from "../../query/transactions.js";
+import { findTransfers } from "../../query/transfers.js";
+import { type ApiContext, servedChain } from "../context.js";
+import { ApiError, badRequest } from "../errors.js";
+import { envelope, pageOf } from "../list-reply.js";
+import { addressList, addressParam, chainParams, hashParam, listQuery } from "../params.js";
+import { resolveRange } from "../range.js";
+import { callRecord, creationRecord, logRecord, selfDestructRecord, transferRecord } from "../records.js";
+import { sendList } from "../send-list.js";
+
+const contractQuery = z
+	.object({
+		...listQuery,
+		origin: addressParam.optional(),
+		caller: addressParam.optional(),
+		sender: addressParam.optional(),
+		contract: addressList.optional(),
+	})
+	.strict();
+
+/** Trace-only datasets are absent (not empty) for chains exported without traces: say so. */
+function requireTraces(ctx: ApiContext, chain: string, dataset: DatasetName) {
+	if (!ctx.store.hasDataset(chain, dataset)) {
+		throw new ApiError(
+			503,
+			"TRACES_UNAVAILABLE",
+			`${chain} was exported without traces, so ${dataset} is unavailable; backfill it from a node with trace_block or debug_traceBlockByNumber`,
+		);
+	}
+}
+
+export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
+	const r = app.withTypeProvider<ZodTypeProvider>();
+
+	for (const [path, dataset, find, record, summary] of [
+		["creates", "contract_creations", findCreations, creationRecord, "Contract creations"],
+		["self-destructs", "self_destructs", findSelfDestructs, selfDestructRecord, "Contract self-destructs"],
+	] as const) {
+		r.get(
+			`/:chain_id/v1/contracts/${path}`,
+			{
+				schema: {
+					summary,
+					description: `At least one of origin, caller (or its alias sender), contract. Example: /eip155-1/v1/contracts/${path}?caller=0x...&limit=100`,
+					tags: ["contracts"],
+					params: chainParams,
+					querystring: contractQuery,
+				},
+			},
+			async (req, reply) => {
+				const chain = servedChain(ctx, req.params.chain_id);
+				const q = req.query;
+				if (q.caller && q.sender && q.caller !== q.sender) {
+					throw badRequest(
+						"INVALID_PARAMETER",
+						"sender is another name for caller: give one of them, or the same address",
+					);
+				}
+				const caller = q.caller ?? q.sender;
+				if (!q.origin && !caller && !q.contract) {
+					throw badRequest("MISSING_FILTER", "give at least one of origin, caller (or sender), contract");
+				}
+				requireTraces(ctx, chain, dataset);
+				const range = await resolveRange(ctx.store, chain, q);
+				const result = await find(
+					ctx.store,
+					chain,
+					{ origin: q.origin, caller, contracts: q.contract },
+					pageOf(q, range),
+				);
+				return sendList(reply, q.format, envelope<object>(range, result, record));
+			},
+		);
+	}
+
+	r.get(
+		"/:chain_id/v1/contract/:contract/transfers",
+		{
+			schema: {
+				summary: "Transfers of a token contract",
+				description:
+					"Every transfer of the token (all asset types unless asset_type is given). Example: /eip155-1/v1/contract/0x.../transfers?limit=100",
+				tags: ["transfers"],
+				params: chainParams.extend({ contract: addressParam }),
+				querystring: z.object({ ...listQuery }).strict(),
+			},
+		},
+		async (req, reply) => {
+			const chain = servedChain(ctx, req.params.chain_id);
+			const range = await resolveRange(ctx.store, chain, req.query);
+			const result = await findTransfers(ctx.store, chain, { token: req.params.contract }, pageOf(req.query, range));
+			return sendList(reply, req.query.format, envelope(range, result, transferRecord));
+		},
+	);
+
+	r.get(
+		"/:chain_id/v1/events",
+		{
+			schema: {
+				summary: "Logs by contract, topics or origin",
+				description:
+					"At least one of contract, topic_0, origin. Example: /eip155-1/v1/events?contract=0x...&topic_0=0xddf252ad...",
+				tags: ["events"],
+				params: chainParams,
+				querystring: z
+					.object({
+						...listQuery,
+						contract: addressList.optional(),
+						origin: addressParam.optional(),
+						topic_0: hashParam.optional(),
+						topic_1: hashParam.optional(),
+						topic_2: hashParam.optional(),
+						topic_3: hashParam.optional(),
+					})
+					.strict(),
+			},
+		},
+		async (req, reply) => {
+			const chain = servedChain(ctx, req.params.chain_id);
+			const q = req.query;
+			if (!q.contract && !q.topic_0 && !q.origin) {
+				throw badRequest("MISSING_FILTER", "give at least one of contract, topic_0, origin");
+			}
+			const range = await resolveRange(ctx.store, chain, q);
+			const result = await findEvents(
+				ctx.store,
+				chain,
+				{ contracts: q.contract, origin: q.origin, topics: [q.topic_0, q.topic_1, q.topic_2, q.topic_3] },
+				pageOf(q, range),
+			);
+			return sendList(reply, q.format, envelope(range, result, logRecord));
+		},
+	);
+
+	r.get(
+		"/:chain_id/v1/calls",
+		{
+			schema: {
+				summary: "Calls (trace frames) by caller, callee or origin",
+				description:
+					"Internal and top-level calls, creates and self-destructs from traces. At least one of from, to, origin. Example: /eip155-1/v1/calls?to=0x...&call_type=call",
+				tags: ["events"],
+				params: chainParams,
+				querystring: z
+					.object({
+						...listQuery,
+						from: addressParam.optional(),
+						to: addressParam.optional(),
+						origin: addressParam.optional(),
+						call_type: z
+							.enum(["call", "delegatecall", "staticcall", "callcode", "create", "create2"], {
+								error: "must be call, delegatecall, staticcall, callcode, create or create2",
+							})
+							.optional(),
+					})
+					.strict(),
+			},
+		},
+		async (req, reply) => {
+			const chain = servedChain(ctx, req.params.chain_id);
+			const q = req.query;
+			if (!q.from && !q.to && !q.origin) throw badRequest("MISSING_FILTER", "give at least one of from, to, origin");
+			requireTraces(ctx, chain, "traces");
+			const range = await resolveRange(ctx.store, chain, q);
+			const result = await findCalls(
+				ctx.store,
+				chain,
+				{ from: q.from, to: q.to, origin: q.origin, callType: q.call_type },
+				pageOf(q, range),
+			);
+			return sendList(reply, q.format, envelope(range, result, callRecord));
+		},
+	);
+}

@@ -1,0 +1,83 @@
+import { type ListResult, listRows, type Page } from "./list.js";
+import type { Store } from "./store.js";
+
+export const CREATION_COLUMNS =
+	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract_address, caller, value, op_code, trace_address, init_code_hash, gas_used";
+export const SELF_DESTRUCT_COLUMNS =
+	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract_address, caller, beneficiary, value, trace_address";
+export const CALL_COLUMNS =
+	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, trace_type, call_type, from_address, to_address, value, input, output, gas, gas_used, error, status, trace_address";
+
+export interface ContractEventFilter {
+	origin?: string;
+	caller?: string;
+	contracts?: string[];
+}
+
+function conditions(f: ContractEventFilter, callerColumn: string) {
+	const where: string[] = [];
+	const params: Record<string, string> = {};
+	if (f.origin) {
+		params.origin = f.origin;
+		where.push("origin = $origin");
+	}
+	if (f.caller) {
+		params.caller = f.caller;
+		where.push(`${callerColumn} = $caller`);
+	}
+	if (f.contracts?.length) {
+		f.contracts.forEach((c, i) => {
+			params[`contract${i}`] = c;
+		});
+		where.push(`contract_address IN (${f.contracts.map((_, i) => `$contract${i}`).join(", ")})`);
+	}
+	return { where: where.join(" AND ") || "true", params };
+}
+
+export function findCreations(store: Store, chain: string, f: ContractEventFilter, page: Page): Promise<ListResult> {
+	return listRows(
+		store,
+		chain,
+		{ dataset: "contract_creations", columns: CREATION_COLUMNS, ...conditions(f, "caller") },
+		page,
+	);
+}
+
+export function findSelfDestructs(
+	store: Store,
+	chain: string,
+	f: ContractEventFilter,
+	page: Page,
+): Promise<ListResult> {
+	return listRows(
+		store,
+		chain,
+		{ dataset: "self_destructs", columns: SELF_DESTRUCT_COLUMNS, ...conditions(f, "caller") },
+		page,
+	);
+}
+
+export interface CallFilter {
+	from?: string;
+	to?: string;
+	origin?: string;
+	callType?: string;
+}
+
+/** Trace frames (internal calls, creates, self-destructs) by caller, callee or origin. */
+export function findCalls(store: Store, chain: string, f: CallFilter, page: Page): Promise<ListResult> {
+	const where: string[] = ["transaction_hash IS NOT NULL"];
+	const params: Record<string, string> = {};
+	for (const [key, column] of [
+		["from", "from_address"],
+		["to", "to_address"],
+		["origin", "origin"],
+		["callType", "call_type"],
+	] as const) {
+		const v = f[key];
+		if (v === undefined) continue;
+		params[key] = v;
+		where.push(`${column} = $${key}`);
+	}
+	return listRows(store, chain, { dataset: "traces", columns: CALL_COLUMNS, where: where.join(" AND "), params }, page);
+}

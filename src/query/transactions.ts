@@ -1,0 +1,107 @@
+import { type ListResult, listRows, type Page } from "./list.js";
+import type { Row, Store } from "./store.js";
+
+export const TX_COLUMNS =
+	"id, transaction_hash, block_hash, block_number, block_timestamp, transaction_index, from_address, to_address, value, input, nonce, status, transaction_type, fee, gas_used, cumulative_gas_used, gas, gas_price, effective_gas_price, max_fee_per_gas, max_priority_fee_per_gas, contract_address, r, s, v";
+
+export const LOG_COLUMNS =
+	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, address, topic_count, topic0, topic1, topic2, topic3, data, log_index";
+
+export interface WalletTxFilter {
+	address: string;
+	direction?: "incoming" | "outgoing";
+	counterparty?: string;
+}
+
+/** Transactions sent (`from`) or received (`to`) by an address. */
+export function findWalletTransactions(
+	store: Store,
+	chain: string,
+	f: WalletTxFilter,
+	page: Page,
+): Promise<ListResult> {
+	const sides = {
+		outgoing: "from_address = $address",
+		incoming: "to_address = $address",
+		any: "(from_address = $address OR to_address = $address)",
+	};
+	const where = [sides[f.direction ?? "any"]];
+	const params: Record<string, string> = { address: f.address };
+	if (f.counterparty) {
+		params.counterparty = f.counterparty;
+		where.push(
+			f.direction === "outgoing"
+				? "to_address = $counterparty"
+				: f.direction === "incoming"
+					? "from_address = $counterparty"
+					: "(from_address = $counterparty OR to_address = $counterparty)",
+		);
+	}
+	return listRows(
+		store,
+		chain,
+		{ dataset: "transactions", columns: TX_COLUMNS, where: where.join(" AND "), params },
+		page,
+	);
+}
+
+export async function findTransaction(store: Store, chain: string, hash: string): Promise<Row | undefined> {
+	const [row] = await store.query(chain, `SELECT ${TX_COLUMNS} FROM {transactions} WHERE transaction_hash = $hash`, {
+		hash,
+	});
+	return row;
+}
+
+/** The logs of the given transactions (of one page), in chain order. */
+export async function logsOfTransactions(store: Store, chain: string, txs: Row[]): Promise<Row[]> {
+	if (txs.length === 0) return [];
+	const numbers = txs.map((t) => Number(t.block_number));
+	const params: Record<string, string | number> = { start: Math.min(...numbers), end: Math.max(...numbers) };
+	txs.forEach((t, i) => {
+		params[`h${i}`] = t.transaction_hash as string;
+	});
+	const list = txs.map((_, i) => `$h${i}`).join(", ");
+	return store.query(
+		chain,
+		`SELECT ${LOG_COLUMNS} FROM {logs} WHERE block_number BETWEEN $start AND $end AND transaction_hash IN (${list}) ORDER BY id`,
+		params,
+	);
+}
+
+export interface EventFilter {
+	contracts?: string[];
+	topics: (string | undefined)[];
+	origin?: string;
+	transaction?: string;
+}
+
+/** Logs by emitting contract, topics, origin or transaction. */
+export function findEvents(store: Store, chain: string, f: EventFilter, page: Page): Promise<ListResult> {
+	const where: string[] = [];
+	const params: Record<string, string> = {};
+	if (f.contracts?.length) {
+		f.contracts.forEach((c, i) => {
+			params[`contract${i}`] = c;
+		});
+		where.push(`address IN (${f.contracts.map((_, i) => `$contract${i}`).join(", ")})`);
+	}
+	f.topics.forEach((t, i) => {
+		if (t === undefined) return;
+		params[`topic${i}`] = t;
+		where.push(`topic${i} = $topic${i}`);
+	});
+	if (f.origin) {
+		params.origin = f.origin;
+		where.push("origin = $origin");
+	}
+	if (f.transaction) {
+		params.tx = f.transaction;
+		where.push("transaction_hash = $tx");
+	}
+	return listRows(
+		store,
+		chain,
+		{ dataset: "logs", columns: LOG_COLUMNS, where: where.join(" AND ") || "true", params },
+		page,
+	);
+}
