@@ -4,7 +4,8 @@ import { ethBlockNumber, ethChainId, fetchBlockBundle, type NodeCapabilities } f
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
-import { alignedChunks } from "../store/layout.js";
+import { alignedChunks, chainDir } from "../store/layout.js";
+import { acquireWriteLock } from "../store/lock.js";
 import { loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
 import { createParquetWriter } from "../store/parquet-writer.js";
 import type { ChainRef } from "../util/chain.js";
@@ -73,6 +74,20 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		if (opts.from > to) throw new UserInputError("INVALID_RANGE", `--from (${opts.from}) is after the head (${to})`);
 
 		const traceFormat = head === 0 ? null : await detectTraceFormat(rpc, opts.traces, Math.max(1, to), logger);
+		const unlock = acquireWriteLock(chainDir(dataDir, chain.id));
+		try {
+			return await exportRange(opts, to, traceFormat, started);
+		} finally {
+			unlock();
+		}
+	}
+
+	async function exportRange(
+		opts: BackfillRun,
+		to: number,
+		traceFormat: TraceFormat | null,
+		started: number,
+	): Promise<BackfillSummary> {
 		const manifest = await loadManifest(dataDir, chain.id, chain.number);
 		const removed = await removeUnlisted(dataDir, manifest);
 		if (removed.length > 0) logger.info(`removed ${removed.length} files of an interrupted run: ${removed.join(", ")}`);
@@ -91,11 +106,11 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		try {
 			for (const [from, chunkTo] of chunks) {
 				const fetched = await fetchRange(from, chunkTo, traceFormat, caps, opts.concurrency ?? DEFAULT_CONCURRENCY);
-				const bundles = fetched.map((f) => f.bundle);
-				checkChain(bundles, manifest, from, chunkTo);
+				const links = fetched.map((f) => f.link);
+				checkChain(links, manifest, from, chunkTo);
 				const data = mergeRows(fetched.map((f) => f.rows));
-				const first = bundles[0]?.block;
-				const last = bundles[bundles.length - 1]?.block;
+				const first = links[0];
+				const last = links[links.length - 1];
 				const entry = await writeChunk(
 					writer,
 					dataDir,
@@ -104,8 +119,8 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 						from,
 						to: chunkTo,
 						traces: traceFormat,
-						firstParentHash: first?.parentHash.toLowerCase() ?? "",
-						lastHash: last?.hash.toLowerCase() ?? "",
+						firstParentHash: first?.parentHash ?? "",
+						lastHash: last?.hash ?? "",
 					},
 					data,
 				);
@@ -155,7 +170,13 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		for (let attempt = 1; ; attempt++) {
 			try {
 				const bundle = await fetchBlockBundle(rpc, n, traces, caps);
-				return { bundle, rows: extractBlock(bundle) };
+				const rows = extractBlock(bundle);
+				const link = {
+					number: n,
+					hash: bundle.block.hash.toLowerCase(),
+					parentHash: bundle.block.parentHash.toLowerCase(),
+				};
+				return { link, rows };
 			} catch (err) {
 				if (!(err instanceof ConsistencyError && err.retryable) || attempt >= BLOCK_ATTEMPTS) throw err;
 				logger.warn(`${err.message}; fetching block ${n} again (attempt ${attempt + 1} of ${BLOCK_ATTEMPTS})`);
@@ -167,41 +188,52 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 	return { run };
 }
 
+/** What the chain check needs of a block; the raw responses are dropped once decoded. */
+interface Link {
+	number: number;
+	hash: string;
+	parentHash: string;
+}
+
 interface Fetched {
-	bundle: BlockBundle;
+	link: Link;
 	rows: DatasetRows;
 }
 
 function mergeRows(parts: DatasetRows[]): DatasetRows {
 	const out = Object.fromEntries(DATASETS.map((d) => [d, [] as unknown[]])) as unknown as DatasetRows;
 	for (const p of parts) {
-		for (const d of DATASETS) (out[d] as unknown[]).push(...p[d]);
+		for (const d of DATASETS) {
+			const target = out[d] as unknown[];
+			// A loop, not push(...rows): a block with 100k+ trace frames overflows the argument stack.
+			for (const row of p[d]) target.push(row);
+		}
 	}
 	return out;
 }
 
 /** Parent hashes must chain through the chunk and onto the chunks already stored around it. */
-function checkChain(bundles: BlockBundle[], manifest: Manifest, from: number, to: number): void {
-	for (let i = 1; i < bundles.length; i++) {
-		const prev = bundles[i - 1]?.block;
-		const cur = bundles[i]?.block;
-		if (prev && cur && cur.parentHash.toLowerCase() !== prev.hash.toLowerCase()) {
+function checkChain(links: Link[], manifest: Manifest, from: number, to: number): void {
+	for (let i = 1; i < links.length; i++) {
+		const prev = links[i - 1];
+		const cur = links[i];
+		if (prev && cur && cur.parentHash !== prev.hash) {
 			throw new ConsistencyError(
-				`block ${Number(cur.number)}'s parent hash ${cur.parentHash} is not block ${Number(prev.number)}'s hash ${prev.hash}: the node reorganized mid-fetch; run the backfill again`,
+				`block ${cur.number}'s parent hash ${cur.parentHash} is not block ${prev.number}'s hash ${prev.hash}: the node reorganized mid-fetch; run the backfill again`,
 			);
 		}
 	}
-	const first = bundles[0]?.block;
-	const last = bundles[bundles.length - 1]?.block;
+	const first = links[0];
+	const last = links[links.length - 1];
 	const before = manifest.chunks.find((c) => c.to === from - 1);
 	const after = manifest.chunks.find((c) => c.from === to + 1);
-	if (first && before && before.last_hash !== first.parentHash.toLowerCase()) {
+	if (first && before && before.last_hash !== first.parentHash) {
 		throw new ChainlakeError(
 			"REORG_BELOW_STORED",
 			`block ${from}'s parent ${first.parentHash} differs from stored block ${from - 1} (${before.last_hash}): the chain reorganized below the stored data`,
 		);
 	}
-	if (last && after && after.first_parent_hash !== last.hash.toLowerCase()) {
+	if (last && after && after.first_parent_hash !== last.hash) {
 		throw new ChainlakeError(
 			"REORG_BELOW_STORED",
 			`block ${to} (${last.hash}) is not the parent of stored block ${to + 1} (${after.first_parent_hash}): the chain reorganized`,

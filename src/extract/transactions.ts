@@ -30,7 +30,8 @@ export function decodeTransaction(tx: RpcTransaction, receipt: RpcReceipt, block
 		tx_chain_id: hexToDecimalOrNull(tx.chainId),
 		r: lower(tx.r),
 		s: lower(tx.s),
-		v: hexToDecimalOrNull(tx.v),
+		// Typed transactions may carry only yParity.
+		v: hexToDecimalOrNull(tx.v ?? tx.yParity),
 		status: hexToNumberOrNull(receipt.status),
 		root: lower(receipt.root),
 		gas_used: gasUsed,

@@ -1,5 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, statSync } from "node:fs";
 import {
 	type DuckDBConnection,
 	DuckDBInstance,
@@ -7,7 +6,9 @@ import {
 	type DuckDBValue,
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
-import { datasetDir } from "../store/layout.js";
+import { manifestPath } from "../store/layout.js";
+import { listedFiles, type Manifest, readManifestSafe } from "../store/manifest.js";
+import { SCHEMAS } from "../store/schema.js";
 import { chainsIn } from "./views.js";
 
 export type Row = Record<string, unknown>;
@@ -34,9 +35,9 @@ const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /**
  * The one module that talks to DuckDB for the API. Reads the Parquet files in place (no import
- * step): each `{dataset}` in a statement becomes `read_parquet('<data>/<chain>/<dataset>/*.parquet')`,
- * so files appended by a backfill are seen by the next query. Prepared statements are cached
- * per connection.
+ * step): each `{dataset}` in a statement becomes `read_parquet([...])` over the files the chain's
+ * manifest lists, so ranges a backfill appends are seen by the next query and a crashed run's
+ * leftovers never are. Prepared statements are cached per connection (and per file list).
  */
 export async function createStore(dataDir: string): Promise<Store> {
 	const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
@@ -55,15 +56,28 @@ export async function createStore(dataDir: string): Promise<Store> {
 		else idle.push(c);
 	};
 
-	const hasDataset = (chain: string, dataset: DatasetName) => {
-		const dir = datasetDir(dataDir, chain, dataset);
-		return existsSync(dir) && readdirSync(dir).some((f) => f.endsWith(".parquet"));
+	// The manifest of each chain, re-read when it changes (a backfill appended ranges).
+	const manifests = new Map<string, { stamp: string; manifest: Manifest | null }>();
+	const manifestOf = (chain: string): Manifest | null => {
+		const path = manifestPath(dataDir, chain);
+		const stamp = existsSync(path) ? `${statSync(path).mtimeMs}:${statSync(path).size}` : "none";
+		const cached = manifests.get(chain);
+		if (cached?.stamp === stamp) return cached.manifest;
+		const manifest = readManifestSafe(dataDir, chain);
+		manifests.set(chain, { stamp, manifest });
+		return manifest;
 	};
+	const hasDataset = (chain: string, dataset: DatasetName) =>
+		listedFiles(dataDir, manifestOf(chain), dataset).length > 0;
 
+	/** `{dataset}` → the files the manifest lists, or a typed empty relation while there are none. */
 	const expand = (chain: string, sql: string) =>
 		sql.replace(/\{([a-z_]+)\}/g, (whole, name: string) => {
 			if (!DATASETS.includes(name as DatasetName)) return whole;
-			return `read_parquet(${quote(join(datasetDir(dataDir, chain, name as DatasetName), "*.parquet"))})`;
+			const files = listedFiles(dataDir, manifestOf(chain), name as DatasetName);
+			if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
+			const columns = Object.entries(SCHEMAS[name as DatasetName] as Record<string, readonly [string, string]>);
+			return `(SELECT ${columns.map(([c, [type]]) => `NULL::${type} AS "${c}"`).join(", ")} WHERE false)`;
 		});
 
 	return {

@@ -6,6 +6,12 @@ import type { GethTxTrace, ParityTrace, RpcBlock, RpcReceipt } from "./types.js"
 
 const toHex = (n: number) => `0x${n.toString(16)}`;
 
+/** Traces are the heaviest calls by far: each goes in a POST of its own with a long timeout,
+ * so it neither holds up nor overflows the batch of light calls (geth caps a batch's answer). */
+const TRACE_REQUEST = { alone: true, timeoutMs: 180_000 };
+/** geth's default per-transaction tracer timeout (5 s) fails heavy mainnet transactions. */
+const GETH_TRACER = { tracer: "callTracer", timeout: "120s" };
+
 /** `eth_chainId` as a number. */
 export async function ethChainId(rpc: RpcClient): Promise<number> {
 	return hexToNumber(await rpc.request<string>("eth_chainId", []));
@@ -60,7 +66,7 @@ export async function getBlockTraces(rpc: RpcClient, n: number, format: TraceFor
 	// Genesis has no transactions, and geth refuses to trace it.
 	if (n === 0) return { format, data: [] } as RawTraces;
 	if (format === "parity") {
-		const data = await rpc.request<ParityTrace[] | null>("trace_block", [toHex(n)]);
+		const data = await rpc.request<ParityTrace[] | null>("trace_block", [toHex(n)], TRACE_REQUEST);
 		if (data == null) throw new ConsistencyError(`no traces for block ${n} (yet)`, { retryable: true });
 		return { format, data };
 	}

@@ -25,8 +25,9 @@ export async function detectTraceFormat(
 			await getBlockTraces(rpc, Math.max(probeBlock, 1), format);
 			return format;
 		} catch (err) {
-			// Only a refusal means "not supported"; a node that cannot be reached is not a node without traces.
-			if (!(err instanceof RpcError) || err.code === "RPC_UNREACHABLE") throw err;
+			// Only a refusal means "not supported": a node that is unreachable, rate-limiting or
+			// timing out is not a node without traces, and must not get a range marked traceless.
+			if (!(err instanceof RpcError) || err.retryable) throw err;
 			failures.push(`${format === "parity" ? "trace_block" : "debug_traceBlockByNumber"}: ${err.message}`);
 		}
 	}

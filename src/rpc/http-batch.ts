@@ -40,7 +40,10 @@ interface Pending {
 }
 
 export interface HttpBatchTransport {
-	request(method: string, params: unknown[]): Promise<unknown>;
+	/** `alone` sends the request in its own POST with its own timeout (heavy calls such as traces). */
+	request(method: string, params: unknown[], opts?: { alone?: boolean; timeoutMs?: number }): Promise<unknown>;
+	/** Halves the batch size (down to 1), for nodes that refuse or truncate large batches. */
+	shrinkBatches(): void;
 }
 
 export function createHttpBatchTransport(
@@ -50,15 +53,16 @@ export function createHttpBatchTransport(
 	let queue: Pending[] = [];
 	let nextId = 1;
 	let scheduled = false;
+	let batchSize = opts.batchSize;
 
 	const flush = () => {
 		scheduled = false;
 		const all = queue;
 		queue = [];
-		for (let i = 0; i < all.length; i += opts.batchSize) void send(all.slice(i, i + opts.batchSize));
+		for (let i = 0; i < all.length; i += batchSize) void send(all.slice(i, i + batchSize), opts.timeoutMs);
 	};
 
-	async function send(batch: Pending[]): Promise<void> {
+	async function send(batch: Pending[], timeoutMs: number): Promise<void> {
 		const failAll = (err: unknown) => {
 			for (const p of batch) p.reject(err);
 		};
@@ -68,13 +72,13 @@ export function createHttpBatchTransport(
 				method: "POST",
 				headers: { "content-type": "application/json" },
 				body: JSON.stringify(batch.map((p) => ({ jsonrpc: "2.0", id: p.id, method: p.method, params: p.params }))),
-				signal: AbortSignal.timeout(opts.timeoutMs),
+				signal: AbortSignal.timeout(timeoutMs),
 			});
 		} catch (err) {
 			const timeout = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
 			const cause = (err as { cause?: { code?: string; message?: string } }).cause;
 			const why = timeout
-				? `no answer within ${opts.timeoutMs} ms`
+				? `no answer within ${timeoutMs} ms`
 				: `cannot connect (${cause?.code ?? cause?.message ?? String(err)})`;
 			failAll(new TransportError(timeout ? "timeout" : "network", why, undefined, undefined, { cause: err }));
 			return;
@@ -106,29 +110,54 @@ export function createHttpBatchTransport(
 			);
 			return;
 		}
-		// Some nodes answer a whole batch with one error object (rate limits, batches disabled).
+		settle(batch, body);
+	}
+
+	/** Matches answers to requests; anything malformed fails its request (never throws here). */
+	function settle(batch: Pending[], body: unknown): void {
+		const failAll = (err: unknown) => {
+			for (const p of batch) p.reject(err);
+		};
+		const items = Array.isArray(body) ? body : [body];
 		if (!Array.isArray(body)) {
-			const e = (body as { error?: { code: number; message: string } }).error;
-			failAll(
-				e ? new JsonRpcCallError(e.code, e.message) : new TransportError("bad_response", "expected a JSON array"),
-			);
-			return;
+			// A lone object: the answer to a batch of one, or one error for the whole batch
+			// (rate limits, batches disabled).
+			const b = body as { id?: unknown; error?: unknown } | null;
+			const only = batch.length === 1 && b != null && typeof b === "object" && String(b.id) === String(batch[0]?.id);
+			if (!only) {
+				failAll(
+					b != null && typeof b === "object" && b.error != null
+						? callError(b.error)
+						: new TransportError("bad_response", "expected a JSON array"),
+				);
+				return;
+			}
 		}
-		const byId = new Map<unknown, { result?: unknown; error?: { code: number; message: string; data?: unknown } }>();
-		for (const item of body) byId.set((item as { id?: unknown }).id, item);
+		const byId = new Map<string, { result?: unknown; error?: unknown }>();
+		for (const item of items) {
+			if (item != null && typeof item === "object" && "id" in item) byId.set(String(item.id), item);
+		}
 		for (const p of batch) {
-			const item = byId.get(p.id);
+			const item = byId.get(String(p.id));
 			if (!item) p.reject(new TransportError("bad_response", `no answer for request ${p.id} in the batch`));
-			else if (item.error) p.reject(new JsonRpcCallError(item.error.code, item.error.message, item.error.data));
+			else if (item.error != null) p.reject(callError(item.error));
 			else if (!("result" in item)) p.reject(new TransportError("bad_response", "answer without result or error"));
 			else p.resolve(item.result);
 		}
 	}
 
 	return {
-		request(method, params) {
+		shrinkBatches() {
+			batchSize = Math.max(1, Math.floor(batchSize / 2));
+		},
+		request(method, params, requestOpts = {}) {
 			return new Promise((resolve, reject) => {
-				queue.push({ id: nextId++, method, params, resolve, reject });
+				const pending = { id: nextId++, method, params, resolve, reject };
+				if (requestOpts.alone) {
+					void send([pending], requestOpts.timeoutMs ?? opts.timeoutMs);
+					return;
+				}
+				queue.push(pending);
 				if (!scheduled) {
 					scheduled = true;
 					setImmediate(flush);
@@ -136,6 +165,19 @@ export function createHttpBatchTransport(
 			});
 		},
 	};
+}
+
+/** A JSON-RPC error object, or what a node sent in its place (some send a bare string). */
+function callError(e: unknown): JsonRpcCallError {
+	if (e != null && typeof e === "object") {
+		const o = e as { code?: unknown; message?: unknown; data?: unknown };
+		return new JsonRpcCallError(
+			typeof o.code === "number" ? o.code : -1,
+			String(o.message ?? "error without message"),
+			o.data,
+		);
+	}
+	return new JsonRpcCallError(-1, String(e));
 }
 
 function parseRetryAfter(value: string | null): number | undefined {

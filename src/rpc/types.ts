@@ -28,6 +28,7 @@ export interface RpcTransaction {
 	r?: string | null;
 	s?: string | null;
 	v?: string | null;
+	yParity?: string | null;
 }
 
 export interface RpcBlock {

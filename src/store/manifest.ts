@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import type { DatasetName } from "../extract/rows.js";
 import { ChainlakeError } from "../util/errors.js";
-import { manifestPath } from "./layout.js";
+import { manifestPath, partitionPath } from "./layout.js";
 
 /** One written block range: its files exist for exactly the datasets listed. */
 export interface ChunkEntry {
@@ -81,4 +81,14 @@ export function readManifestSafe(dataDir: string, chain: string): Manifest | nul
 	} catch {
 		return null;
 	}
+}
+
+/** The files of `dataset` that the manifest lists, in chain order: what readers should read
+ * (a glob would also pick up a crashed run's leftovers before the next run removes them). */
+export function listedFiles(dataDir: string, m: Manifest | null, dataset: DatasetName): string[] {
+	if (!m) return [];
+	return [...m.chunks]
+		.sort((a, b) => a.from - b.from)
+		.filter((c) => c.datasets.includes(dataset))
+		.map((c) => partitionPath(dataDir, m.chain, dataset, c.from, c.to));
 }

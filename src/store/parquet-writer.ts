@@ -1,4 +1,6 @@
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { once } from "node:events";
+import { createWriteStream } from "node:fs";
+import { mkdir, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../extract/rows.js";
@@ -52,12 +54,12 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			await mkdir(stagingDir, { recursive: true });
 			await mkdir(dirname(path), { recursive: true });
 			const staged = join(stagingDir, `${dataset}.ndjson`);
-			await writeFile(staged, rows.map((r) => JSON.stringify(r)).join("\n"));
+			await writeNdjson(staged, rows);
 			const tmp = `${path}.tmp`;
 			const dictionaryLimit = Math.min(rows.length, PARQUET_OPTIONS.ROW_GROUP_SIZE) + 1;
 			const options = `${fixedOptions}, DICTIONARY_SIZE_LIMIT ${dictionaryLimit}`;
 			await conn.run(
-				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', columns = {${columns.join(", ")}}) ORDER BY "${SORT_KEY[dataset]}")
+				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${columns.join(", ")}}) ORDER BY "${SORT_KEY[dataset]}")
 				 TO ${quote(tmp)} (FORMAT parquet, ${options})`,
 			);
 			await rename(tmp, path);
@@ -69,4 +71,14 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			instance.closeSync();
 		},
 	};
+}
+
+/** Streams rows as NDJSON: a mainnet chunk's text can pass V8's largest string (~512 MiB). */
+async function writeNdjson(path: string, rows: readonly object[]): Promise<void> {
+	const out = createWriteStream(path);
+	for (const row of rows) {
+		if (!out.write(`${JSON.stringify(row)}\n`)) await once(out, "drain");
+	}
+	out.end();
+	await once(out, "finish");
 }
