@@ -1,6 +1,6 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from "fastify";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import { jsonSchemaTransform, validatorCompiler } from "fastify-type-provider-zod";
 import type { Store } from "../query/store.js";
 import { authenticate } from "./auth.js";
@@ -29,7 +29,8 @@ export interface AppOptions {
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	const app = Fastify({
 		logger: opts.logger ?? false,
-		disableRequestLogging: true,
+		// One log line per request, written by the onResponse hook below.
+		logController: new LogController({ disableRequestLogging: true }),
 		// Query strings like ?contract=a&contract=b arrive as arrays, which the schemas refuse.
 		routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
 		bodyLimit: 1024,
