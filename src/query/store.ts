@@ -16,6 +16,8 @@ export type Params = Record<string, DuckDBValue>;
 
 /** Connections kept open: DuckDB runs one query per connection at a time, and parallelises inside a query too. */
 const POOL_SIZE = 4;
+/** Prepared statements kept per connection (a few per route and filter combination). */
+const MAX_PREPARED = 256;
 
 export interface Store {
 	/** Chains with data, as `eip155-<n>`. */
@@ -92,6 +94,12 @@ export async function createStore(dataDir: string): Promise<Store> {
 				if (!stmt) {
 					stmt = await c.conn.prepare(text);
 					c.prepared.set(text, stmt);
+					// The text embeds the file list, so appended ranges retire old statements.
+					if (c.prepared.size > MAX_PREPARED) {
+						const [oldest, old] = c.prepared.entries().next().value as [string, DuckDBPreparedStatement];
+						old.destroySync();
+						c.prepared.delete(oldest);
+					}
 				}
 				stmt.clearBindings();
 				if (Object.keys(params).length > 0) stmt.bind(params);
