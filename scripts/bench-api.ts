@@ -30,7 +30,12 @@ const anvil = await startAnvil({ chainId: 31337 });
 const dir = await mkdtemp(join(tmpdir(), "chainlake-bench-api-"));
 try {
 	const work = await runWorkload({ rpcUrl: anvil.url });
-	await generateActivity({ rpcUrl: anvil.url, contracts: work.contracts, blocks: Number(values.blocks), txsPerBlock: Number(values.txs) });
+	await generateActivity({
+		rpcUrl: anvil.url,
+		contracts: work.contracts,
+		blocks: Number(values.blocks),
+		txsPerBlock: Number(values.txs),
+	});
 	const logger = createLogger({ quiet: true });
 	const summary = await createBackfill({
 		rpc: createRpcClient({ urls: [anvil.url], logger }),
@@ -39,15 +44,27 @@ try {
 		logger,
 	}).run({ from: 0, to: "latest", traces: "parity" });
 	const store = await createStore(dir);
-	const app = await buildApp({ store, keyring: createKeyring({ path: join(dir, "_keys.json"), envKeys: [KEY] }), dataDir: dir });
+	const app = await buildApp({
+		store,
+		keyring: createKeyring({ path: join(dir, "_keys.json"), envKeys: [KEY] }),
+		dataDir: dir,
+	});
 	const base = `${await app.listen({ port: 0, host: "127.0.0.1" })}/eip155-31337/v1`;
 
 	const { accounts: a, contracts: c } = work;
 	const tx = work.txs[work.txs.length - 1]?.hash;
-	const head = (await (await fetch(`${base}/blocks/latest`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { hash: string };
+	const head = (await (
+		await fetch(`${base}/blocks/latest`, { headers: { authorization: `Bearer ${KEY}` } })
+	).json()) as { hash: string };
 	const endpoints: [string, string][] = [
-		["wallet transfers (all assets, whole history, limit 100)", `/address/${a.alice}/transfers?asset_type=native,ft,nft&limit=100`],
-		["wallet transfers (ft, last 100 blocks)", `/address/${a.alice}/transfers?block_number_start=-100&block_number_end=latest`],
+		[
+			"wallet transfers (all assets, whole history, limit 100)",
+			`/address/${a.alice}/transfers?asset_type=native,ft,nft&limit=100`,
+		],
+		[
+			"wallet transfers (ft, last 100 blocks)",
+			`/address/${a.alice}/transfers?block_number_start=-100&block_number_end=latest`,
+		],
 		["wallet txs (with logs)", `/address/${a.alice}/txs?include_logs=true&limit=100`],
 		["tx by hash", `/txs/${tx}`],
 		["tx logs", `/txs/${tx}/logs`],
@@ -57,7 +74,10 @@ try {
 		["contract creations by caller", `/contracts/creates?caller=${c.factory}&limit=100`],
 		["self-destructs by contract", `/contracts/self-destructs?contract=${c.selfDestructor}`],
 		["token transfers of a contract", `/contract/${c.token20}/transfers?limit=100`],
-		["events by contract+topic", `/events?contract=${c.token20}&topic_0=0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef&limit=100`],
+		[
+			"events by contract+topic",
+			`/events?contract=${c.token20}&topic_0=0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef&limit=100`,
+		],
 		["calls to a contract", `/calls?to=${c.forwarder}&limit=100`],
 	];
 	console.log(

@@ -1,6 +1,12 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
+import Fastify, {
+	type FastifyError,
+	type FastifyInstance,
+	type FastifyReply,
+	type FastifyServerOptions,
+	LogController,
+} from "fastify";
 import { jsonSchemaTransform, validatorCompiler } from "fastify-type-provider-zod";
 import type { Store } from "../query/store.js";
 import { authenticate } from "./auth.js";
@@ -34,6 +40,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		// Query strings like ?contract=a&contract=b arrive as arrays, which the schemas refuse.
 		routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
 		bodyLimit: 1024,
+		// Errors raised before routing (a path parameter too long, a malformed URL) get the same body.
+		frameworkErrors: (err, _req, reply) => {
+			const message =
+				err.code === "FST_ERR_MAX_PARAM_LENGTH"
+					? "a path parameter is longer than 200 characters: check the address, hash or chain id"
+					: "malformed URL: check its percent-escapes";
+			(reply as FastifyReply).code(400).send(errorBody(400, "INVALID_PARAMETER", message));
+		},
 	});
 	app.setValidatorCompiler(validatorCompiler);
 	app.setReplySerializer((payload) => stringifyExact(payload));
@@ -63,10 +77,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
 	// Data routes (/{chain}/v1/...) need a key, checked before anything else about the request;
-	// health, readiness and the docs do not.
-	const dataRoute = new RegExp(`^${base.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/[^/?]+/v1(/|\\?|$)`);
+	// health, readiness and the docs do not. Decided on the matched route, not the raw URL, which
+	// may spell the same route with percent-escapes.
 	app.addHook("onRequest", async (req) => {
-		if (dataRoute.test(req.url)) authenticate(ctx.keyring, req.headers.authorization);
+		if (req.routeOptions.url?.includes("/:chain_id/v1/")) authenticate(ctx.keyring, req.headers.authorization);
 	});
 
 	app.addHook("onResponse", async (req, reply) => {

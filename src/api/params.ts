@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { AssetFilter } from "../query/transfers.js";
 
 /** Query values arrive as strings; a repeated parameter arrives as an array and is refused. */
 const text = (what: string) =>
@@ -15,13 +16,17 @@ export const hashParam = text("a hash")
 	.transform((h) => h.toLowerCase());
 
 /** Comma-separated addresses, at most 20 (api-contract.md §5). */
-export const addressList = text("a comma-separated list of addresses")
-	.transform((s) => s.split(",").map((a) => a.trim().toLowerCase()))
-	.refine((list) => list.length <= 20, "takes at most 20 addresses")
-	.refine(
-		(list) => list.every((a) => /^0x[0-9a-f]{40}$/.test(a)),
-		"must be addresses (0x + 40 hex digits), comma-separated",
-	);
+/** Comma-separated 32-byte hashes or topics, at most 20. */
+/** A comma-separated list of at most 20 values of one format, checked as given, then lowercased. */
+const hexList = (what: string, format: RegExp) =>
+	text(`a comma-separated list of ${what}`)
+		.transform((s) => s.split(",").map((v) => v.trim()))
+		.refine((list) => list.length <= 20, "takes at most 20 values")
+		.refine((list) => list.every((v) => format.test(v)), `must be ${what}, comma-separated`)
+		.transform((list) => list.map((v) => v.toLowerCase()));
+
+export const hashList = hexList("hashes (0x + 64 hex digits)", /^0x[0-9a-fA-F]{64}$/);
+export const addressList = hexList("addresses (0x + 40 hex digits)", /^0x[0-9a-fA-F]{40}$/);
 
 export const blockNumberParam = text("a block number").regex(
 	/^(latest|-?\d{1,15})$/,
@@ -53,6 +58,8 @@ export const listQuery = {
 		.optional(),
 	order: orderParam.optional(),
 	format: formatParam.optional(),
+	// The official clients forward their page size as batchSize next to limit: accepted, unused.
+	batchSize: text("a number").optional(),
 };
 
 export const chainParams = z.object({
@@ -70,3 +77,14 @@ export type ListQuery = {
 	order?: "asc" | "desc";
 	format?: "json" | "ndjson" | "csv" | "arrow";
 };
+
+/** asset_type: native, ft, nft, multi (ERC-1155 only), comma-separated. */
+const ASSETS = ["native", "ft", "nft", "multi"] as const;
+export const assetList = z
+	.string({ error: (i) => (Array.isArray(i.input) ? "give this parameter once" : "must be a list") })
+	.transform((s) => s.split(",").map((a) => a.trim()))
+	.refine(
+		(l) => l.every((a) => (ASSETS as readonly string[]).includes(a)),
+		"must be native, ft, nft or multi, comma-separated",
+	)
+	.transform((l) => [...new Set(l)] as AssetFilter[]);

@@ -1,4 +1,4 @@
-import { type BlockBundle, extractBlock, type TraceFormat } from "../extract/extract-block.js";
+import { extractBlock, type TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows } from "../extract/rows.js";
 import { ethBlockNumber, ethChainId, fetchBlockBundle, type NodeCapabilities } from "../rpc/actions.js";
 import type { RpcClient } from "../rpc/client.js";

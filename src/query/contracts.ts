@@ -59,9 +59,12 @@ export function findSelfDestructs(
 
 export interface CallFilter {
 	from?: string;
-	to?: string;
+	/** Callees: any of these. */
+	to?: string[];
 	origin?: string;
 	callType?: string;
+	/** 4-byte function selector the call data starts with, e.g. 0xa9059cbb. */
+	selector?: string;
 }
 
 /** Trace frames (internal calls, creates, self-destructs) by caller, callee or origin. */
@@ -70,7 +73,6 @@ export function findCalls(store: Store, chain: string, f: CallFilter, page: Page
 	const params: Record<string, string> = {};
 	for (const [key, column] of [
 		["from", "from_address"],
-		["to", "to_address"],
 		["origin", "origin"],
 		["callType", "call_type"],
 	] as const) {
@@ -78,6 +80,16 @@ export function findCalls(store: Store, chain: string, f: CallFilter, page: Page
 		if (v === undefined) continue;
 		params[key] = v;
 		where.push(`${column} = $${key}`);
+	}
+	if (f.to?.length) {
+		f.to.forEach((c, i) => {
+			params[`to${i}`] = c;
+		});
+		where.push(`to_address IN (${f.to.map((_, i) => `$to${i}`).join(", ")})`);
+	}
+	if (f.selector) {
+		params.selector = f.selector;
+		where.push("left(input, 10) = $selector");
 	}
 	return listRows(store, chain, { dataset: "traces", columns: CALL_COLUMNS, where: where.join(" AND "), params }, page);
 }

@@ -70,7 +70,8 @@ export async function logsOfTransactions(store: Store, chain: string, txs: Row[]
 
 export interface EventFilter {
 	contracts?: string[];
-	topics: (string | undefined)[];
+	/** Per position 0..3: any of these values. */
+	topics: (string[] | undefined)[];
 	origin?: string;
 	transaction?: string;
 }
@@ -85,10 +86,12 @@ export function findEvents(store: Store, chain: string, f: EventFilter, page: Pa
 		});
 		where.push(`address IN (${f.contracts.map((_, i) => `$contract${i}`).join(", ")})`);
 	}
-	f.topics.forEach((t, i) => {
-		if (t === undefined) return;
-		params[`topic${i}`] = t;
-		where.push(`topic${i} = $topic${i}`);
+	f.topics.forEach((values, i) => {
+		if (!values?.length) return;
+		values.forEach((v, j) => {
+			params[`topic${i}_${j}`] = v;
+		});
+		where.push(`topic${i} IN (${values.map((_, j) => `$topic${i}_${j}`).join(", ")})`);
 	});
 	if (f.origin) {
 		params.origin = f.origin;

@@ -70,10 +70,11 @@ export async function getBlockTraces(rpc: RpcClient, n: number, format: TraceFor
 		if (data == null) throw new ConsistencyError(`no traces for block ${n} (yet)`, { retryable: true });
 		return { format, data };
 	}
-	const data = await rpc.request<GethTxTrace[] | null>("debug_traceBlockByNumber", [
-		toHex(n),
-		{ tracer: "callTracer" },
-	]);
+	const data = await rpc.request<GethTxTrace[] | null>(
+		"debug_traceBlockByNumber",
+		[toHex(n), GETH_TRACER],
+		TRACE_REQUEST,
+	);
 	if (data == null) throw new ConsistencyError(`no traces for block ${n} (yet)`, { retryable: true });
 	return { format, data };
 }

@@ -2,25 +2,16 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { findWalletTransactions, logsOfTransactions } from "../../query/transactions.js";
-import { type AssetFilter, findTransfers } from "../../query/transfers.js";
+import { findTransfers } from "../../query/transfers.js";
 import { type ApiContext, servedChain } from "../context.js";
 import { badRequest } from "../errors.js";
 import { envelope, pageOf } from "../list-reply.js";
-import { addressList, addressParam, booleanParam, listQuery } from "../params.js";
+import { addressList, addressParam, assetList, booleanParam, listQuery } from "../params.js";
 import { resolveRange } from "../range.js";
 import { transactionRecord, transferRecord } from "../records.js";
 import { sendList } from "../send-list.js";
 
 const direction = z.enum(["incoming", "outgoing"], { error: "must be incoming or outgoing" });
-const ASSETS = ["native", "ft", "nft", "multi"] as const;
-const assetList = z
-	.string({ error: (i) => (Array.isArray(i.input) ? "give this parameter once" : "must be a list") })
-	.transform((s) => s.split(",").map((a) => a.trim()))
-	.refine(
-		(l) => l.every((a) => (ASSETS as readonly string[]).includes(a)),
-		"must be native, ft, nft or multi, comma-separated",
-	)
-	.transform((l) => [...new Set(l)] as AssetFilter[]);
 
 const pathParams = z.object({
 	chain_id: z.string().regex(/^eip155-\d{1,16}$/, "must be eip155-<chain number>"),

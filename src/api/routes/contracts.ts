@@ -8,7 +8,7 @@ import { findTransfers } from "../../query/transfers.js";
 import { type ApiContext, servedChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
 import { envelope, pageOf } from "../list-reply.js";
-import { addressList, addressParam, chainParams, hashParam, listQuery } from "../params.js";
+import { addressList, addressParam, assetList, chainParams, hashList, listQuery } from "../params.js";
 import { resolveRange } from "../range.js";
 import { callRecord, creationRecord, logRecord, selfDestructRecord, transferRecord } from "../records.js";
 import { sendList } from "../send-list.js";
@@ -87,13 +87,18 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 					"Every transfer of the token (all asset types unless asset_type is given). Example: /eip155-1/v1/contract/0x.../transfers?limit=100",
 				tags: ["transfers"],
 				params: chainParams.extend({ contract: addressParam }),
-				querystring: z.object({ ...listQuery }).strict(),
+				querystring: z.object({ ...listQuery, asset_type: assetList.optional() }).strict(),
 			},
 		},
 		async (req, reply) => {
 			const chain = servedChain(ctx, req.params.chain_id);
 			const range = await resolveRange(ctx.store, chain, req.query);
-			const result = await findTransfers(ctx.store, chain, { token: req.params.contract }, pageOf(req.query, range));
+			const result = await findTransfers(
+				ctx.store,
+				chain,
+				{ token: req.params.contract, assets: req.query.asset_type },
+				pageOf(req.query, range),
+			);
 			return sendList(reply, req.query.format, envelope(range, result, transferRecord));
 		},
 	);
@@ -104,7 +109,7 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 			schema: {
 				summary: "Logs by contract, topics or origin",
 				description:
-					"At least one of contract, topic_0, origin. Example: /eip155-1/v1/events?contract=0x...&topic_0=0xddf252ad...",
+					"At least one of contract, topic_0, origin; contract and topic_0..3 take comma-separated lists. Example: /eip155-1/v1/events?contract=0x...&topic_0=0xddf252ad...",
 				tags: ["events"],
 				params: chainParams,
 				querystring: z
@@ -112,10 +117,10 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 						...listQuery,
 						contract: addressList.optional(),
 						origin: addressParam.optional(),
-						topic_0: hashParam.optional(),
-						topic_1: hashParam.optional(),
-						topic_2: hashParam.optional(),
-						topic_3: hashParam.optional(),
+						topic_0: hashList.optional(),
+						topic_1: hashList.optional(),
+						topic_2: hashList.optional(),
+						topic_3: hashList.optional(),
 					})
 					.strict(),
 			},
@@ -143,15 +148,22 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 			schema: {
 				summary: "Calls (trace frames) by caller, callee or origin",
 				description:
-					"Internal and top-level calls, creates and self-destructs from traces. At least one of from, to, origin. Example: /eip155-1/v1/calls?to=0x...&call_type=call",
+					"Internal and top-level calls, creates and self-destructs from traces. At least one of contract (or to; the callee, a list), sender (or from; the caller), origin. sig_hash filters by the 4-byte selector. Example: /eip155-1/v1/calls?contract=0x...&sig_hash=0xa9059cbb",
 				tags: ["events"],
 				params: chainParams,
 				querystring: z
 					.object({
 						...listQuery,
 						from: addressParam.optional(),
+						sender: addressParam.optional(),
 						to: addressParam.optional(),
+						contract: addressList.optional(),
 						origin: addressParam.optional(),
+						sig_hash: z
+							.string({ error: "must be a 4-byte selector, e.g. 0xa9059cbb" })
+							.regex(/^0x[0-9a-fA-F]{8}$/, "must be a 4-byte selector, e.g. 0xa9059cbb")
+							.transform((v) => v.toLowerCase())
+							.optional(),
 						call_type: z
 							.enum(["call", "delegatecall", "staticcall", "callcode", "create", "create2"], {
 								error: "must be call, delegatecall, staticcall, callcode, create or create2",
@@ -164,13 +176,20 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 		async (req, reply) => {
 			const chain = servedChain(ctx, req.params.chain_id);
 			const q = req.query;
-			if (!q.from && !q.to && !q.origin) throw badRequest("MISSING_FILTER", "give at least one of from, to, origin");
+			if (q.from && q.sender && q.from !== q.sender) {
+				throw badRequest("INVALID_PARAMETER", "sender is another name for from: give one of them, or the same address");
+			}
+			const callees = [...(q.contract ?? []), ...(q.to ? [q.to] : [])];
+			const caller = q.from ?? q.sender;
+			if (!caller && callees.length === 0 && !q.origin) {
+				throw badRequest("MISSING_FILTER", "give at least one of contract (or to), sender (or from), origin");
+			}
 			requireTraces(ctx, chain, "traces");
 			const range = await resolveRange(ctx.store, chain, q);
 			const result = await findCalls(
 				ctx.store,
 				chain,
-				{ from: q.from, to: q.to, origin: q.origin, callType: q.call_type },
+				{ from: caller, to: callees, origin: q.origin, callType: q.call_type, selector: q.sig_hash },
 				pageOf(q, range),
 			);
 			return sendList(reply, q.format, envelope(range, result, callRecord));

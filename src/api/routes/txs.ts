@@ -1,13 +1,11 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { findEvents, findTransaction, logsOfTransactions } from "../../query/transactions.js";
+import { findTransaction, logsOfTransactions } from "../../query/transactions.js";
 import { type ApiContext, servedChain } from "../context.js";
 import { notFound } from "../errors.js";
-import { envelope, pageOf } from "../list-reply.js";
-import { chainParams, hashParam, listQuery } from "../params.js";
-import { logRecord, transactionRecord } from "../records.js";
-import { sendList } from "../send-list.js";
+import { chainParams, hashParam } from "../params.js";
+import { transactionRecord } from "../records.js";
 
 const txParams = chainParams.extend({ transaction_hash: hashParam });
 
@@ -33,37 +31,25 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 		},
 	);
 
+	// The original service answers this route with the transaction and its logs (the official
+	// clients' getTransactionWithLogs reads it so), not with a list envelope.
 	r.get(
 		"/:chain_id/v1/txs/:transaction_hash/logs",
 		{
 			schema: {
-				summary: "Logs of a transaction",
-				description: "The receipt's logs in order, as a list. Example: /eip155-1/v1/txs/0x<64 hex digits>/logs",
+				summary: "Transaction with its logs",
+				description:
+					"The transaction (as /txs/{hash}) with the receipt's logs in order. Example: /eip155-1/v1/txs/0x<64 hex digits>/logs",
 				tags: ["transactions"],
 				params: txParams,
-				querystring: z
-					.object({
-						limit: listQuery.limit,
-						offset: listQuery.offset,
-						order: listQuery.order,
-						format: listQuery.format,
-					})
-					.strict(),
+				querystring: z.object({}).strict(),
 			},
 		},
-		async (req, reply) => {
+		async (req) => {
 			const chain = servedChain(ctx, req.params.chain_id);
 			const tx = await findTransaction(ctx.store, chain, req.params.transaction_hash);
 			if (!tx) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${chain}`);
-			const block = Number(tx.block_number);
-			const range = { start: block, end: block };
-			const result = await findEvents(
-				ctx.store,
-				chain,
-				{ topics: [], transaction: req.params.transaction_hash },
-				pageOf(req.query, range),
-			);
-			return sendList(reply, req.query.format, envelope(range, result, logRecord));
+			return transactionRecord(tx, await logsOfTransactions(ctx.store, chain, [tx]));
 		},
 	);
 }

@@ -1,0 +1,470 @@
+/**
+ * The API over a real socket, called the way PARSIQ's official clients call it
+ * (`@parsiq/tsunami-client` = parsiq/tsunami-api-client-js, and `parsiq.js`; see their
+ * src/client/http-client.ts, convertor.ts and tsunami-client.ts / tsunami-request-handler.ts):
+ *
+ * - axios with `auth: { username: apiKey, password: "" }`: `Authorization: Basic base64(key + ":")`,
+ *   and axios's default `Accept: application/json, text/plain, *\/*`;
+ * - criteria arrays joined with "," (convertForRequest), axios's query encoding (commas unescaped);
+ * - queryTsunami: params = { ...boundaries, ...criteria, offset?, limit: min(batchSize ?? 1000, 1000) },
+ *   the same boundaries resent with offset = range.next_offset until range.has_more is false.
+ *
+ * Every walk is checked against a single limit=1000 page AND against what the workload did.
+ * The last describe block mines and backfills new blocks mid-walk (the head moves), so it runs last.
+ * The "request shapes the official clients send" block holds requests the clients make that the
+ * API must accept unchanged (api-contract.md preamble); each is its own test.
+ */
+import type { AddressInfo } from "node:net";
+import { type Address, type Block, createPublicClient, type Hex, http } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ExpectedTransfer } from "../../src/workload/types.js";
+import { backfillInto } from "../helpers/anvil-chain.js";
+import { type ApiFixture, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
+
+type Item = Record<string, unknown>;
+interface Envelope {
+	range: { has_more: boolean; start_block: number; end_block: number; next_offset: string | null };
+	items: Item[];
+}
+type Params = Record<string, string | number | boolean | string[] | undefined>;
+
+const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+const TRANSFER_SINGLE_TOPIC = "0xc3d58168c5ae7397731d063d5bbf3d657854427343f4c083240f7aacaa2d0f62";
+/** anvil's dev account #5, unused by the workload. */
+const EXTRA_SENDER = "0x9965507d1a55bcc2695c58ba16fb37d819b0a4dc";
+const BASIC = `Basic ${Buffer.from(`${TEST_KEY}:`).toString("base64")}`;
+const AXIOS_ACCEPT = "application/json, text/plain, */*";
+
+let f: ApiFixture;
+let origin: string;
+let base: string;
+let head: number;
+const nodeBlocks: Block[] = [];
+
+beforeAll(async () => {
+	f = await startApiOnWorkload();
+	await f.app.listen({ host: "127.0.0.1", port: 0 });
+	const { port } = f.app.server.address() as AddressInfo;
+	origin = `http://127.0.0.1:${port}`;
+	base = `${origin}/${f.chain}/v1`;
+	const node = createPublicClient({ transport: http(f.anvil.url) });
+	head = Number(await node.getBlockNumber());
+	for (let n = 0; n <= head; n++) nodeBlocks.push(await node.getBlock({ blockNumber: BigInt(n) }));
+});
+
+afterAll(async () => {
+	await f?.close();
+});
+
+// ---------------------------------------------------------------------------------------------
+// the client's side
+
+/** axios's default params serializer: encodeURIComponent, then `:`, `$`, `,`, `[`, `]` left as is, space as `+`. */
+function axiosQuery(params: Params): string {
+	const encode = (s: string) =>
+		encodeURIComponent(s)
+			.replace(/%3A/gi, ":")
+			.replace(/%24/g, "$")
+			.replace(/%2C/gi, ",")
+			.replace(/%20/g, "+")
+			.replace(/%5B/gi, "[")
+			.replace(/%5D/gi, "]");
+	return Object.entries(params)
+		.filter(([, v]) => v !== undefined)
+		.map(([k, v]) => `${encode(k)}=${encode(Array.isArray(v) ? v.join(",") : String(v))}`)
+		.join("&");
+}
+
+async function request(path: string, params: Params = {}, auth: string | null = BASIC) {
+	const q = axiosQuery(params);
+	const headers: Record<string, string> = { accept: AXIOS_ACCEPT };
+	if (auth !== null) headers.authorization = auth;
+	const res = await fetch(`${base}${path}${q ? `?${q}` : ""}`, { headers });
+	const text = await res.text();
+	let body: Item;
+	try {
+		body = JSON.parse(text) as Item;
+	} catch {
+		body = { text };
+	}
+	return { status: res.status, headers: res.headers, body };
+}
+
+async function page(path: string, params: Params): Promise<Envelope> {
+	const r = await request(path, params);
+	expect(r.status, `${path}?${axiosQuery(params)}: ${JSON.stringify(r.body)}`).toBe(200);
+	return r.body as unknown as Envelope;
+}
+
+/**
+ * queryTsunami: the same boundaries and criteria on every request, `offset` = the previous
+ * page's next_offset, until has_more is false. Checks each page's paging state on the way.
+ */
+async function walk(path: string, criteria: Params, boundaries: Params, limit: number, key = "id") {
+	const pages: Envelope[] = [];
+	let offset: string | undefined;
+	let hasMore: boolean;
+	do {
+		const env = await page(path, { ...boundaries, ...criteria, ...(offset ? { offset } : {}), limit });
+		pages.push(env);
+		hasMore = env.range.has_more;
+		const last = env.items[env.items.length - 1];
+		if (hasMore) {
+			expect(env.items).toHaveLength(limit);
+			expect(env.range.next_offset).toBe(last?.[key]);
+		} else {
+			expect(env.range.next_offset).toBeNull();
+		}
+		offset = env.range.next_offset ?? undefined;
+		if (pages.length > 500) throw new Error(`${path}: the walk does not end`);
+	} while (hasMore);
+	const items = pages.flatMap((p) => p.items);
+	expect(new Set(items.map((i) => i[key])).size, "no duplicates").toBe(items.length);
+	return { pages, items };
+}
+
+/** A limit=1000 page and a walk with `limit` yield the same items; returns them. */
+async function singleAndWalk(path: string, criteria: Params, boundaries: Params, limit = 2, key = "id") {
+	const single = await page(path, { ...boundaries, ...criteria, limit: 1000 });
+	expect(single.range.has_more).toBe(false);
+	expect(single.range.next_offset).toBeNull();
+	const { pages, items } = await walk(path, criteria, boundaries, limit, key);
+	expect(items).toEqual(single.items);
+	expect(pages).toHaveLength(Math.max(1, Math.ceil(single.items.length / limit)));
+	for (const p of pages)
+		expect(p.range).toMatchObject({ start_block: single.range.start_block, end_block: single.range.end_block });
+	return single.items;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the workload's side
+
+const w = () => f.work;
+const txFrom = (hash: string) => w().txs.find((t) => t.hash === hash)?.from;
+const asset = (t: ExpectedTransfer) => (t.kind === "native" ? "native" : t.kind === "erc20" ? "ft" : "nft");
+const TRANSFER_KEYS = [
+	"tx_hash",
+	"block_number",
+	"origin",
+	"contract",
+	"sender",
+	"recipient",
+	"value",
+	"token_id",
+	"asset_type",
+	"token_standard",
+];
+const transferItem = (t: ExpectedTransfer) => ({
+	tx_hash: t.txHash,
+	block_number: t.blockNumber,
+	origin: txFrom(t.txHash),
+	contract: t.contract,
+	sender: t.from,
+	recipient: t.to,
+	value: t.values ?? t.value,
+	token_id: t.tokenIds ?? t.tokenId,
+	asset_type: asset(t),
+	token_standard: t.kind,
+});
+const pick = (o: Item, keys: string[]) => Object.fromEntries(keys.map((k) => [k, o[k]]));
+const projectTransfers = (items: Item[]) => items.map((i) => pick(i, TRANSFER_KEYS));
+
+const WHOLE = { block_number_start: 0, block_number_end: "latest" };
+
+// ---------------------------------------------------------------------------------------------
+
+describe("authentication as the clients send it", () => {
+	it("Basic base64(key:) is accepted on every data route; Bearer too", async () => {
+		const basic = await request("/blocks/latest");
+		expect(basic.status).toBe(200);
+		expect(basic.body.number).toBe(head);
+		expect(basic.headers.get("content-type")).toContain("application/json");
+		const bearer = await request("/blocks/latest", {}, `Bearer ${TEST_KEY}`);
+		expect(bearer.body).toEqual(basic.body);
+		// The key as username with a password is still the key (axios always sends the colon).
+		expect(
+			(await request("/blocks/latest", {}, `Basic ${Buffer.from(`${TEST_KEY}:x`).toString("base64")}`)).status,
+		).toBe(200);
+	});
+
+	it("401 with WWW-Authenticate for a missing or unknown key; health needs none", async () => {
+		for (const auth of [
+			null,
+			`Basic ${Buffer.from("wrong-key:").toString("base64")}`,
+			"Bearer wrong-key",
+			"Basic Og==",
+		]) {
+			const r = await request(`/address/${w().accounts.alice}/transfers`, WHOLE, auth);
+			expect(r.status, String(auth)).toBe(401);
+			expect(r.headers.get("www-authenticate")).toMatch(/^Bearer/);
+			expect(r.body).toMatchObject({ statusCode: 401, error: "Unauthorized" });
+			expect(JSON.stringify(r.body)).not.toContain(TEST_KEY);
+		}
+		expect((await fetch(`${origin}/healthz`)).status).toBe(200);
+		const ready = await fetch(`${origin}/readyz`);
+		expect(ready.status).toBe(200);
+		expect(((await ready.json()) as { chains: Item[] }).chains).toEqual([
+			expect.objectContaining({ chain: f.chain, ready: true, head_block: head }),
+		]);
+	});
+});
+
+describe("paging as queryTsunami does it: one page of 1000, then a walk of pages of 2", () => {
+	it("getTransfers: every account, asset_type as a comma-joined list", async () => {
+		for (const a of Object.values(w().accounts)) {
+			const items = await singleAndWalk(`/address/${a}/transfers`, { asset_type: ["native", "ft", "nft"] }, WHOLE);
+			expect(projectTransfers(items), a).toEqual(
+				w()
+					.expected.transfers.filter((t) => t.from === a || t.to === a)
+					.map(transferItem),
+			);
+		}
+	});
+
+	it("getTransfers with direction, counterparty and a contract list", async () => {
+		const { alice, dave } = w().accounts;
+		const c = w().contracts;
+		const items = await singleAndWalk(
+			`/address/${dave}/transfers`,
+			{ asset_type: ["ft", "nft"], direction: "incoming", contract: [c.token20, c.token721, c.token1155] },
+			WHOLE,
+		);
+		expect(projectTransfers(items)).toEqual(
+			w()
+				.expected.transfers.filter((t) => t.to === dave && t.kind !== "native")
+				.map(transferItem),
+		);
+		const withAlice = await singleAndWalk(
+			`/address/${dave}/transfers`,
+			{ asset_type: ["native", "ft", "nft"], counterparty: alice },
+			WHOLE,
+			1,
+		);
+		expect(projectTransfers(withAlice)).toEqual(
+			w()
+				.expected.transfers.filter((t) => (t.from === alice && t.to === dave) || (t.from === dave && t.to === alice))
+				.map(transferItem),
+		);
+	});
+
+	it("getTransfers over a block range and a timestamp range (boundaries resent unchanged)", async () => {
+		const { alice } = w().accounts;
+		const ranged = await singleAndWalk(
+			`/address/${alice}/transfers`,
+			{ asset_type: ["native", "ft", "nft"] },
+			{ block_number_start: 15, block_number_end: 28 },
+		);
+		expect(projectTransfers(ranged)).toEqual(
+			w()
+				.expected.transfers.filter(
+					(t) => (t.from === alice || t.to === alice) && t.blockNumber >= 15 && t.blockNumber <= 28,
+				)
+				.map(transferItem),
+		);
+		const ts = (n: number) => Number(nodeBlocks[n]?.timestamp);
+		const inWindow = nodeBlocks
+			.filter((b) => Number(b.timestamp) >= ts(2) && Number(b.timestamp) <= ts(head))
+			.map((b) => Number(b.number));
+		const byTime = await singleAndWalk(
+			`/address/${alice}/transfers`,
+			{ asset_type: ["native", "ft", "nft"] },
+			{ timestamp_start: ts(2), timestamp_end: ts(head) },
+		);
+		expect(projectTransfers(byTime)).toEqual(
+			w()
+				.expected.transfers.filter((t) => (t.from === alice || t.to === alice) && inWindow.includes(t.blockNumber))
+				.map(transferItem),
+		);
+	});
+
+	it("order=desc walks backwards through the same items", async () => {
+		const { alice } = w().accounts;
+		const criteria = { asset_type: ["native", "ft", "nft"] };
+		const asc = await page(`/address/${alice}/transfers`, { ...WHOLE, ...criteria, limit: 1000 });
+		const { items } = await walk(`/address/${alice}/transfers`, { ...criteria, order: "desc" }, WHOLE, 2);
+		expect(items).toEqual([...asc.items].reverse());
+	});
+
+	it("getWalletTransactions with include_logs=true", async () => {
+		const { alice } = w().accounts;
+		const items = await singleAndWalk(`/address/${alice}/txs`, { include_logs: true }, WHOLE);
+		expect(items.map((i) => i.hash)).toEqual(
+			w()
+				.txs.filter((t) => t.from === alice || t.to === alice)
+				.map((t) => t.hash),
+		);
+		for (const i of items) expect(Array.isArray(i.logs)).toBe(true);
+		const out = await singleAndWalk(
+			`/address/${alice}/txs`,
+			{ direction: "outgoing", counterparty: w().contracts.token1155 },
+			WHOLE,
+		);
+		expect(out.map((i) => i.hash)).toEqual(
+			w()
+				.txs.filter((t) => t.from === alice && t.to === w().contracts.token1155)
+				.map((t) => t.hash),
+		);
+	});
+
+	it("getBlocks and getBlocksByTimestamp page by block hash", async () => {
+		const blocks = await singleAndWalk("/blocks", {}, WHOLE, 2, "hash");
+		expect(blocks.map((b) => b.hash)).toEqual(nodeBlocks.map((b) => b.hash));
+		const ts = (n: number) => Number(nodeBlocks[n]?.timestamp);
+		const byTime = await singleAndWalk("/blocks", {}, { timestamp_start: ts(0), timestamp_end: ts(head) }, 3, "hash");
+		expect(byTime.map((b) => b.number)).toEqual(nodeBlocks.map((b) => Number(b.number)));
+		// getBlockByNumber(n) is getBlocks(n, n).next().
+		const one = await page("/blocks", { block_number_start: 7, block_number_end: 7, limit: 1000 });
+		expect(one.items.map((b) => b.hash)).toEqual([nodeBlocks[7]?.hash]);
+		// getBlockByHash and getTransaction.
+		expect((await request(`/blocks/${nodeBlocks[7]?.hash}`)).body.number).toBe(7);
+		const tx = w().txs[3];
+		expect((await request(`/txs/${tx?.hash}`)).body.hash).toBe(tx?.hash);
+		expect((await request(`/txs/0x${"00".repeat(32)}`)).status).toBe(404);
+	});
+
+	it("getContractCreates, getContractSelfDestructs, getContractTransfers and getEvents", async () => {
+		const { deployer } = w().accounts;
+		const c = w().contracts;
+		const creates = await singleAndWalk("/contracts/creates", { caller: deployer }, WHOLE);
+		expect(creates.map((i) => i.contract)).toEqual(
+			w()
+				.expected.creations.filter((x) => x.caller === deployer)
+				.map((x) => x.contract),
+		);
+		const children = await singleAndWalk("/contracts/creates", { contract: [c.createChild, c.create2Child] }, WHOLE, 1);
+		expect(children.map((i) => [i.contract, i.op_code])).toEqual([
+			[c.createChild, "CREATE"],
+			[c.create2Child, "CREATE2"],
+		]);
+		const sds = await singleAndWalk("/contracts/self-destructs", { contract: [c.selfDestructor] }, WHOLE, 1);
+		expect(sds.map((i) => [i.contract, i.value])).toEqual(w().expected.selfDestructs.map((s) => [s.contract, s.value]));
+		const token = await singleAndWalk(`/contract/${c.token1155}/transfers`, {}, WHOLE);
+		expect(projectTransfers(token)).toEqual(
+			w()
+				.expected.transfers.filter((t) => t.contract === c.token1155)
+				.map(transferItem),
+		);
+		const events = await singleAndWalk(
+			"/events",
+			{ contract: [c.token20, c.token721], topic_0: [TRANSFER_TOPIC] },
+			WHOLE,
+		);
+		expect(events.map((e) => e.tx_hash)).toEqual(
+			w()
+				.expected.transfers.filter((t) => t.contract === c.token20 || t.contract === c.token721)
+				.map((t) => t.txHash),
+		);
+	});
+});
+
+describe("request shapes the official clients send (must work unchanged)", () => {
+	it("getContractTransfers sends asset_type (GetTsunamiTransfersQuery) to /contract/{c}/transfers", async () => {
+		const c = w().contracts;
+		const r = await request(`/contract/${c.token1155}/transfers`, {
+			...WHOLE,
+			asset_type: ["nft", "multi"],
+			limit: 1000,
+		});
+		expect(r.status, JSON.stringify(r.body)).toBe(200);
+		expect(projectTransfers((r.body as unknown as Envelope).items)).toEqual(
+			w()
+				.expected.transfers.filter((t) => t.contract === c.token1155)
+				.map(transferItem),
+		);
+	});
+
+	it("queryTsunami forwards boundaries.batchSize as a query parameter", async () => {
+		// params = { ...boundaries, ...criteria, limit: min(batchSize, 1000) } with boundaries.batchSize = 2.
+		const r = await request(`/address/${w().accounts.alice}/transfers`, {
+			...WHOLE,
+			batchSize: 2,
+			asset_type: ["native", "ft", "nft"],
+			limit: 2,
+		});
+		expect(r.status, JSON.stringify(r.body)).toBe(200);
+		expect((r.body as unknown as Envelope).items).toHaveLength(2);
+	});
+
+	it("getTransactionWithLogs reads /txs/{hash}/logs as the transaction with its logs", async () => {
+		const hash = w().expected.oddLogTxHash;
+		const r = await request(`/txs/${hash}/logs`);
+		expect(r.status).toBe(200);
+		// TsunamiTransactionWithLogs: { hash, block_hash, block_number, ..., logs }.
+		expect(r.body.hash).toBe(hash);
+		expect((r.body.logs as Item[] | undefined)?.map((l) => l.op_code)).toEqual(["LOG1", "LOG2", "LOG3"]);
+	});
+
+	it("getEvents sends topic_0 as a comma-joined list (GetTsunamiEventQuery.topic_0: string[])", async () => {
+		const r = await request("/events", { ...WHOLE, topic_0: [TRANSFER_TOPIC, TRANSFER_SINGLE_TOPIC], limit: 1000 });
+		expect(r.status, JSON.stringify(r.body)).toBe(200);
+		const items = (r.body as unknown as Envelope).items;
+		expect(new Set(items.map((i) => i.topic_0))).toEqual(new Set([TRANSFER_TOPIC, TRANSFER_SINGLE_TOPIC]));
+	});
+
+	it("getCalls sends contract (list) and sender (GetTsunamiCallQuery)", async () => {
+		const { alice } = w().accounts;
+		const fw = w().contracts.forwarder;
+		const r = await request("/calls", { ...WHOLE, contract: [fw], sender: alice, limit: 1000 });
+		expect(r.status, JSON.stringify(r.body)).toBe(200);
+		expect((r.body as unknown as Envelope).items.map((i) => i.tx_hash)).toEqual(
+			w()
+				.txs.filter((t) => t.from === alice && t.to === fw)
+				.map((t) => t.hash),
+		);
+	});
+});
+
+// Runs last: it mines and backfills new blocks.
+describe("a walk whose range ends at latest while the head moves", () => {
+	it("sees no duplicates and no gaps, and picks up the new transfers", async () => {
+		const { alice } = w().accounts;
+		const path = `/address/${alice}/transfers`;
+		const criteria = { asset_type: ["native", "ft", "nft"] };
+		const before = w()
+			.expected.transfers.filter((t) => t.from === alice || t.to === alice)
+			.map(transferItem);
+
+		const first = await page(path, { ...WHOLE, ...criteria, limit: 3 });
+		expect(first.range).toMatchObject({ has_more: true, end_block: head });
+
+		// Two new native transfers to alice land in new blocks, and are backfilled.
+		const sent: Hex[] = [];
+		for (const value of ["0x1111", "0x2222"]) {
+			const res = await fetch(f.anvil.url, {
+				method: "POST",
+				headers: { "content-type": "application/json" },
+				body: JSON.stringify({
+					jsonrpc: "2.0",
+					id: 1,
+					method: "eth_sendTransaction",
+					params: [{ from: EXTRA_SENDER, to: alice, value }],
+				}),
+			});
+			sent.push(((await res.json()) as { result: Hex }).result);
+		}
+		await backfillInto(f.dataDir, f.anvil.url, 31337, { from: head + 1, to: "latest", partitionSize: 8 });
+
+		const items = [...first.items];
+		let offset = first.range.next_offset;
+		let last = first;
+		while (last.range.has_more) {
+			last = await page(path, { ...WHOLE, ...criteria, offset: offset ?? undefined, limit: 3 });
+			items.push(...last.items);
+			offset = last.range.next_offset;
+		}
+		expect(last.range.end_block).toBe(head + 2);
+		expect(new Set(items.map((i) => i.id)).size).toBe(items.length);
+		expect(projectTransfers(items.slice(0, before.length))).toEqual(before);
+		expect(
+			items.slice(before.length).map((i) => pick(i, ["tx_hash", "sender", "recipient", "value", "asset_type"])),
+		).toEqual(
+			sent.map((hash, k) => ({
+				tx_hash: hash,
+				sender: EXTRA_SENDER,
+				recipient: alice as Address,
+				value: String(k === 0 ? 0x1111 : 0x2222),
+				asset_type: "native",
+			})),
+		);
+	});
+});
