@@ -1,5 +1,6 @@
+import { inList } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
-import type { Store } from "./store.js";
+import type { Params, Store } from "./store.js";
 
 export const CREATION_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract_address, caller, value, op_code, trace_address, init_code_hash, gas_used";
@@ -16,7 +17,7 @@ export interface ContractEventFilter {
 
 function conditions(f: ContractEventFilter, callerColumn: string) {
 	const where: string[] = [];
-	const params: Record<string, string> = {};
+	const params: Params = {};
 	if (f.origin) {
 		params.origin = f.origin;
 		where.push("origin = $origin");
@@ -25,12 +26,7 @@ function conditions(f: ContractEventFilter, callerColumn: string) {
 		params.caller = f.caller;
 		where.push(`${callerColumn} = $caller`);
 	}
-	if (f.contracts?.length) {
-		f.contracts.forEach((c, i) => {
-			params[`contract${i}`] = c;
-		});
-		where.push(`contract_address IN (${f.contracts.map((_, i) => `$contract${i}`).join(", ")})`);
-	}
+	if (f.contracts?.length) where.push(inList("contract_address", "contract", f.contracts, params));
 	return { where: where.join(" AND ") || "true", params };
 }
 
@@ -70,7 +66,7 @@ export interface CallFilter {
 /** Trace frames (internal calls, creates, self-destructs) by caller, callee or origin. */
 export function findCalls(store: Store, chain: string, f: CallFilter, page: Page): Promise<ListResult> {
 	const where: string[] = ["transaction_hash IS NOT NULL"];
-	const params: Record<string, string> = {};
+	const params: Params = {};
 	for (const [key, column] of [
 		["from", "from_address"],
 		["origin", "origin"],
@@ -81,12 +77,7 @@ export function findCalls(store: Store, chain: string, f: CallFilter, page: Page
 		params[key] = v;
 		where.push(`${column} = $${key}`);
 	}
-	if (f.to?.length) {
-		f.to.forEach((c, i) => {
-			params[`to${i}`] = c;
-		});
-		where.push(`to_address IN (${f.to.map((_, i) => `$to${i}`).join(", ")})`);
-	}
+	if (f.to?.length) where.push(inList("to_address", "to", f.to, params));
 	if (f.selector) {
 		params.selector = f.selector;
 		where.push("left(input, 10) = $selector");

@@ -1,5 +1,6 @@
+import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
-import type { Row, Store } from "./store.js";
+import type { Params, Row, Store } from "./store.js";
 
 export const TX_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, transaction_index, from_address, to_address, value, input, nonce, status, transaction_type, fee, gas_used, cumulative_gas_used, gas, gas_price, effective_gas_price, max_fee_per_gas, max_priority_fee_per_gas, contract_address, r, s, v";
@@ -20,23 +21,8 @@ export function findWalletTransactions(
 	f: WalletTxFilter,
 	page: Page,
 ): Promise<ListResult> {
-	const sides = {
-		outgoing: "from_address = $address",
-		incoming: "to_address = $address",
-		any: "(from_address = $address OR to_address = $address)",
-	};
-	const where = [sides[f.direction ?? "any"]];
-	const params: Record<string, string> = { address: f.address };
-	if (f.counterparty) {
-		params.counterparty = f.counterparty;
-		where.push(
-			f.direction === "outgoing"
-				? "to_address = $counterparty"
-				: f.direction === "incoming"
-					? "from_address = $counterparty"
-					: "(from_address = $counterparty OR to_address = $counterparty)",
-		);
-	}
+	const params: Params = {};
+	const where = sideConditions(["from_address", "to_address"], f, params);
 	return listRows(
 		store,
 		chain,
@@ -78,20 +64,11 @@ export interface EventFilter {
 
 /** Logs by emitting contract, topics, origin or transaction. */
 export function findEvents(store: Store, chain: string, f: EventFilter, page: Page): Promise<ListResult> {
+	const params: Params = {};
 	const where: string[] = [];
-	const params: Record<string, string> = {};
-	if (f.contracts?.length) {
-		f.contracts.forEach((c, i) => {
-			params[`contract${i}`] = c;
-		});
-		where.push(`address IN (${f.contracts.map((_, i) => `$contract${i}`).join(", ")})`);
-	}
+	if (f.contracts?.length) where.push(inList("address", "contract", f.contracts, params));
 	f.topics.forEach((values, i) => {
-		if (!values?.length) return;
-		values.forEach((v, j) => {
-			params[`topic${i}_${j}`] = v;
-		});
-		where.push(`topic${i} IN (${values.map((_, j) => `$topic${i}_${j}`).join(", ")})`);
+		if (values?.length) where.push(inList(`topic${i}`, `topic${i}_`, values, params));
 	});
 	if (f.origin) {
 		params.origin = f.origin;

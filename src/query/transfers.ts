@@ -1,5 +1,6 @@
+import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
-import type { Store } from "./store.js";
+import type { Params, Store } from "./store.js";
 
 export const TRANSFER_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard";
@@ -28,28 +29,14 @@ const ASSET_CONDITION: Record<AssetFilter, string> = {
 
 /** Transfers matching `f`, a page at a time in chain order. */
 export function findTransfers(store: Store, chain: string, f: TransferFilter, page: Page): Promise<ListResult> {
-	const where: string[] = [];
-	const params: Record<string, string> = {};
-	if (f.address) {
-		params.address = f.address;
-		where.push(
-			f.direction === "incoming"
-				? "recipient = $address"
-				: f.direction === "outgoing"
-					? "sender = $address"
-					: "(sender = $address OR recipient = $address)",
-		);
-		if (f.counterparty) {
-			params.counterparty = f.counterparty;
-			where.push(
-				f.direction === "incoming"
-					? "sender = $counterparty"
-					: f.direction === "outgoing"
-						? "recipient = $counterparty"
-						: "((sender = $address AND recipient = $counterparty) OR (recipient = $address AND sender = $counterparty))",
-			);
-		}
-	}
+	const params: Params = {};
+	const where = f.address
+		? sideConditions(
+				["sender", "recipient"],
+				{ address: f.address, direction: f.direction, counterparty: f.counterparty },
+				params,
+			)
+		: [];
 	if (f.token) {
 		params.token = f.token;
 		where.push("contract = $token");
@@ -58,13 +45,8 @@ export function findTransfers(store: Store, chain: string, f: TransferFilter, pa
 		params.origin = f.origin;
 		where.push("origin = $origin");
 	}
-	if (f.assets && f.assets.length > 0) where.push(`(${f.assets.map((a) => ASSET_CONDITION[a]).join(" OR ")})`);
-	if (f.contracts && f.contracts.length > 0) {
-		f.contracts.forEach((c, i) => {
-			params[`contract${i}`] = c;
-		});
-		where.push(`contract IN (${f.contracts.map((_, i) => `$contract${i}`).join(", ")})`);
-	}
+	if (f.assets?.length) where.push(`(${f.assets.map((a) => ASSET_CONDITION[a]).join(" OR ")})`);
+	if (f.contracts?.length) where.push(inList("contract", "contract", f.contracts, params));
 	return listRows(
 		store,
 		chain,
