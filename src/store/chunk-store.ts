@@ -22,7 +22,11 @@ export async function writeChunk(
 	const counts: Partial<Record<DatasetName, number>> = {};
 	const staging = stagingDir(dataDir, manifest.chain);
 	for (const d of datasets) {
-		const path = partitionPath(dataDir, manifest.chain, d, range.from, range.to);
+		const path = partitionPath(dataDir, manifest.chain, d, {
+			from: range.from,
+			to: range.to,
+			last_hash: range.lastHash,
+		});
 		counts[d] = await writer.write(d, rows[d], path, staging);
 	}
 	const entry: ChunkEntry = {
@@ -45,9 +49,7 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 	await rm(stagingDir(dataDir, manifest.chain), { recursive: true, force: true });
 	for (const d of DATASETS) {
 		const dir = datasetDir(dataDir, manifest.chain, d);
-		const listed = new Set(
-			manifest.chunks.filter((c) => c.datasets.includes(d)).map((c) => partitionFileName(d, c.from, c.to)),
-		);
+		const listed = new Set(manifest.chunks.filter((c) => c.datasets.includes(d)).map((c) => partitionFileName(d, c)));
 		let names: string[];
 		try {
 			names = await readdir(dir);

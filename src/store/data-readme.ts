@@ -11,14 +11,15 @@ except this README is ignored by git.
 ## Layout
 
 \`\`\`
-data/<chain>/<dataset>/<dataset>_<from>_<to>.parquet    one file per dataset and block range
+data/<chain>/<dataset>/<dataset>_<from>_<to>_<tag>.parquet   one file per dataset and block range
 data/<chain>/_manifest.json                             the ranges written (the checkpoint)
 data/<chain>/views.sql                                  DuckDB views, written by npm run sql
 \`\`\`
 
 - \`<chain>\` is \`eip155-<chain number>\`, e.g. \`eip155-1\`.
 - \`<from>\` and \`<to>\` are the first and last block of the range, zero-padded to 12 digits, so
-  file names sort in chain order. Ranges are cut at multiples of \`--partition-size\` (1,000
+  file names sort in chain order; \`<tag>\` is 8 hex digits of the range's last block hash, so
+  a range rewritten after a reorg gets a new file name instead of overwriting one in use. Ranges are cut at multiples of \`--partition-size\` (1,000
   blocks by default), so the same range always yields the same files.
 - Each file is written under a temporary name and renamed when complete: a reader never sees
   half a file. A range is listed in \`_manifest.json\` only once all its files are in place;

@@ -3,8 +3,10 @@ import type { DatasetName } from "../extract/rows.js";
 
 /**
  * Where files go:
- *   <data>/<chain>/<dataset>/<dataset>_<from>_<to>.parquet   (block numbers zero-padded to 12
- *   digits, so names sort in chain order and a glob reads a dataset whole)
+ *   <data>/<chain>/<dataset>/<dataset>_<from>_<to>_<tag>.parquet   (block numbers zero-padded to
+ *   12 digits, so names sort in chain order; tag = 8 hex digits of the range's last block hash,
+ *   so a range rewritten after a reorg gets a new name and never overwrites a file a reader
+ *   may have open)
  *   <data>/<chain>/_manifest.json                             (the chunks written; see manifest.ts)
  *   <data>/<chain>/_staging/                                  (scratch for the writer; never read)
  */
@@ -18,19 +20,20 @@ export function datasetDir(dataDir: string, chainId: string, dataset: DatasetNam
 	return join(dataDir, chainId, dataset);
 }
 
-export function partitionFileName(dataset: DatasetName, from: number, to: number): string {
-	const pad = (n: number) => n.toString().padStart(BLOCK_DIGITS, "0");
-	return `${dataset}_${pad(from)}_${pad(to)}.parquet`;
+/** The identity of a stored range: its blocks, and the hash of its last block. */
+export interface RangeId {
+	from: number;
+	to: number;
+	last_hash: string;
 }
 
-export function partitionPath(
-	dataDir: string,
-	chainId: string,
-	dataset: DatasetName,
-	from: number,
-	to: number,
-): string {
-	return join(datasetDir(dataDir, chainId, dataset), partitionFileName(dataset, from, to));
+export function partitionFileName(dataset: string, r: RangeId): string {
+	const pad = (n: number) => n.toString().padStart(BLOCK_DIGITS, "0");
+	return `${dataset}_${pad(r.from)}_${pad(r.to)}_${r.last_hash.slice(2, 10)}.parquet`;
+}
+
+export function partitionPath(dataDir: string, chainId: string, dataset: string, r: RangeId): string {
+	return join(dataDir, chainId, dataset, partitionFileName(dataset, r));
 }
 
 export function manifestPath(dataDir: string, chainId: string): string {

@@ -90,5 +90,5 @@ export function listedFiles(dataDir: string, m: Manifest | null, dataset: Datase
 	return [...m.chunks]
 		.sort((a, b) => a.from - b.from)
 		.filter((c) => c.datasets.includes(dataset))
-		.map((c) => partitionPath(dataDir, m.chain, dataset, c.from, c.to));
+		.map((c) => partitionPath(dataDir, m.chain, dataset, c));
 }

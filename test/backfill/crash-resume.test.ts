@@ -90,8 +90,8 @@ describe("crash and resume", () => {
 		expect(seen).toEqual([...seen].sort((a, b) => a - b));
 
 		// Leftovers a crash can leave: a temporary file, and a renamed file its manifest never listed.
-		writeFileSync(join(crashed, CHAIN, "logs", "logs_000000000030_000000000032.parquet.tmp"), "half a file");
-		writeFileSync(join(crashed, CHAIN, "transfers", "transfers_000000000033_000000000033.parquet"), "orphan");
+		writeFileSync(join(crashed, CHAIN, "logs", "logs_000000000030_000000000032_00000000.parquet.tmp"), "half a file");
+		writeFileSync(join(crashed, CHAIN, "transfers", "transfers_000000000033_000000000033_00000000.parquet"), "orphan");
 
 		const resumed = await runScript("backfill.ts", args(crashed, slow.url));
 		expect(resumed.code, resumed.stderr).toBe(0);

@@ -18,12 +18,12 @@ describe("layout", () => {
 
 	it("names files so they sort in chain order", () => {
 		const names = [
-			partitionFileName("logs", 1000, 1999),
-			partitionFileName("logs", 999, 999),
-			partitionFileName("logs", 0, 9),
+			partitionFileName("logs", { from: 1000, to: 1999, last_hash: "0xabcdef0123" }),
+			partitionFileName("logs", { from: 999, to: 999, last_hash: "0xffffffff00" }),
+			partitionFileName("logs", { from: 0, to: 9, last_hash: "0x0000000000" }),
 		];
 		expect([...names].sort()).toEqual([names[2], names[1], names[0]]);
-		expect(names[0]).toBe("logs_000000001000_000000001999.parquet");
+		expect(names[0]).toBe("logs_000000001000_000000001999_abcdef01.parquet");
 	});
 
 	it("finds the parts of a range no chunk covers", () => {
