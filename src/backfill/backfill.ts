@@ -1,6 +1,6 @@
-import { extractBlock, type TraceFormat } from "../extract/extract-block.js";
-import { DATASETS, type DatasetName, type DatasetRows } from "../extract/rows.js";
-import { ethBlockNumber, ethChainId, fetchBlockBundle, type NodeCapabilities } from "../rpc/actions.js";
+import type { TraceFormat } from "../extract/extract-block.js";
+import { DATASETS, type DatasetName } from "../extract/rows.js";
+import { ethBlockNumber, ethChainId } from "../rpc/actions.js";
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
@@ -11,6 +11,7 @@ import { createParquetWriter } from "../store/parquet-writer.js";
 import type { ChainRef } from "../util/chain.js";
 import { ChainlakeError, ConsistencyError, UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
+import { createRangeFetcher, type Link } from "./fetch-range.js";
 import { createProgress } from "./progress.js";
 
 /** Blocks fetched at once; their requests share batches, so this bounds in-flight HTTP work. */
@@ -18,8 +19,6 @@ export const DEFAULT_CONCURRENCY = 8;
 /** Blocks per Parquet file. 1,000 mainnet blocks hold ~150k transactions and ~500k logs:
  * files of tens of MB, and a chunk's rows fit comfortably in memory while it is written. */
 export const DEFAULT_PARTITION_SIZE = 1_000;
-/** A block whose responses disagree (node mid-reorg, lagging replica) is fetched again this often. */
-const BLOCK_ATTEMPTS = 4;
 
 export interface BackfillDeps {
 	rpc: RpcClient;
@@ -102,13 +101,11 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		const rows = Object.fromEntries(DATASETS.map((d) => [d, 0])) as Record<DatasetName, number>;
 		const progress = createProgress({ total, log: (l) => logger.info(l) });
 		const writer = await createParquetWriter();
-		const caps: NodeCapabilities = { blockReceipts: true };
+		const fetcher = createRangeFetcher({ rpc, logger, concurrency: opts.concurrency ?? DEFAULT_CONCURRENCY });
 		try {
 			for (const [from, chunkTo] of chunks) {
-				const fetched = await fetchRange(from, chunkTo, traceFormat, caps, opts.concurrency ?? DEFAULT_CONCURRENCY);
-				const links = fetched.map((f) => f.link);
+				const { links, rows: data } = await fetcher.fetchRange(from, chunkTo, traceFormat);
 				checkChain(links, manifest, from, chunkTo);
-				const data = mergeRows(fetched.map((f) => f.rows));
 				const first = links[0];
 				const last = links[links.length - 1];
 				const entry = await writeChunk(
@@ -146,70 +143,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		};
 	}
 
-	async function fetchRange(
-		from: number,
-		to: number,
-		traces: TraceFormat | null,
-		caps: NodeCapabilities,
-		concurrency: number,
-	): Promise<Fetched[]> {
-		const out: Fetched[] = new Array(to - from + 1);
-		let next = from;
-		const worker = async () => {
-			while (next <= to) {
-				const n = next++;
-				out[n - from] = await fetchChecked(n, traces, caps);
-			}
-		};
-		await Promise.all(Array.from({ length: Math.min(concurrency, to - from + 1) }, worker));
-		return out;
-	}
-
-	/** Fetches a block until its responses agree with each other (extractBlock checks them). */
-	async function fetchChecked(n: number, traces: TraceFormat | null, caps: NodeCapabilities): Promise<Fetched> {
-		for (let attempt = 1; ; attempt++) {
-			try {
-				const bundle = await fetchBlockBundle(rpc, n, traces, caps);
-				const rows = extractBlock(bundle);
-				const link = {
-					number: n,
-					hash: bundle.block.hash.toLowerCase(),
-					parentHash: bundle.block.parentHash.toLowerCase(),
-				};
-				return { link, rows };
-			} catch (err) {
-				if (!(err instanceof ConsistencyError && err.retryable) || attempt >= BLOCK_ATTEMPTS) throw err;
-				logger.warn(`${err.message}; fetching block ${n} again (attempt ${attempt + 1} of ${BLOCK_ATTEMPTS})`);
-				await new Promise((r) => setTimeout(r, 250 * attempt));
-			}
-		}
-	}
-
 	return { run };
-}
-
-/** What the chain check needs of a block; the raw responses are dropped once decoded. */
-interface Link {
-	number: number;
-	hash: string;
-	parentHash: string;
-}
-
-interface Fetched {
-	link: Link;
-	rows: DatasetRows;
-}
-
-function mergeRows(parts: DatasetRows[]): DatasetRows {
-	const out = Object.fromEntries(DATASETS.map((d) => [d, [] as unknown[]])) as unknown as DatasetRows;
-	for (const p of parts) {
-		for (const d of DATASETS) {
-			const target = out[d] as unknown[];
-			// A loop, not push(...rows): a block with 100k+ trace frames overflows the argument stack.
-			for (const row of p[d]) target.push(row);
-		}
-	}
-	return out;
 }
 
 /** Parent hashes must chain through the chunk and onto the chunks already stored around it. */

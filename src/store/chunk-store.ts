@@ -6,29 +6,28 @@ import { datasetDir, partitionFileName, partitionPath, stagingDir } from "./layo
 import { type ChunkEntry, type Manifest, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
 
+export interface ChunkRange {
+	from: number;
+	to: number;
+	traces: TraceFormat | null;
+	firstParentHash: string;
+	lastHash: string;
+}
+
 /**
- * Writes one chunk (a block range) of every dataset, then records it in the manifest. The
- * manifest is saved last: after a crash anywhere before it, the chunk counts as not written,
- * its stray files are removed by `removeUnlisted` and the range is fetched again.
+ * Writes the files of one chunk (a block range) of every dataset, without listing it in the
+ * manifest: until a manifest that lists it is saved, readers never see it, and a crash leaves
+ * only files that `removeUnlisted` deletes.
  */
-export async function writeChunk(
+export async function writeChunkFiles(
 	writer: ParquetWriter,
 	dataDir: string,
-	manifest: Manifest,
-	range: { from: number; to: number; traces: TraceFormat | null; firstParentHash: string; lastHash: string },
+	chain: string,
+	range: ChunkRange,
 	rows: DatasetRows,
 ): Promise<ChunkEntry> {
 	const datasets = DATASETS.filter((d) => range.traces != null || !TRACE_DATASETS.includes(d));
 	const counts: Partial<Record<DatasetName, number>> = {};
-	const staging = stagingDir(dataDir, manifest.chain);
-	for (const d of datasets) {
-		const path = partitionPath(dataDir, manifest.chain, d, {
-			from: range.from,
-			to: range.to,
-			last_hash: range.lastHash,
-		});
-		counts[d] = await writer.write(d, rows[d], path, staging);
-	}
 	const entry: ChunkEntry = {
 		from: range.from,
 		to: range.to,
@@ -38,9 +37,41 @@ export async function writeChunk(
 		first_parent_hash: range.firstParentHash,
 		last_hash: range.lastHash,
 	};
+	for (const d of datasets) {
+		counts[d] = await writer.write(d, rows[d], partitionPath(dataDir, chain, d, entry), stagingDir(dataDir, chain));
+	}
+	return entry;
+}
+
+/** Writes a chunk's files, then lists it in the manifest (the commit point). */
+export async function writeChunk(
+	writer: ParquetWriter,
+	dataDir: string,
+	manifest: Manifest,
+	range: ChunkRange,
+	rows: DatasetRows,
+): Promise<ChunkEntry> {
+	const entry = await writeChunkFiles(writer, dataDir, manifest.chain, range, rows);
 	manifest.chunks.push(entry);
 	await saveManifest(dataDir, manifest);
 	return entry;
+}
+
+/**
+ * Swaps chunks in one manifest save (a reorg's orphaned ranges for the canonical ones, or
+ * small ranges for their compacted whole): readers see the old set or the new, never a mix.
+ * Returns the files that no longer belong, for the caller to delete once no reader needs them.
+ */
+export async function replaceChunks(
+	dataDir: string,
+	manifest: Manifest,
+	remove: ChunkEntry[],
+	add: ChunkEntry[],
+): Promise<string[]> {
+	const gone = new Set(remove);
+	manifest.chunks = [...manifest.chunks.filter((c) => !gone.has(c)), ...add];
+	await saveManifest(dataDir, manifest);
+	return remove.flatMap((c) => c.datasets.map((d) => partitionPath(dataDir, manifest.chain, d, c)));
 }
 
 /** Removes every data file the manifest does not list (leftovers of an interrupted run). */
