@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from "fastify";
-import type { Store } from "../query/store.js";
+import type { Snapshot, Store } from "../query/store.js";
 import { notFound } from "./errors.js";
 import type { Keyring } from "./keys.js";
 
@@ -20,4 +20,9 @@ export function servedChain(ctx: ApiContext, chain: string): string {
 		);
 	}
 	return chain;
+}
+
+/** The served chain's data for one request: a snapshot, so all its queries see one file set. */
+export function openChain(ctx: ApiContext, chain: string): Snapshot {
+	return ctx.store.snapshot(servedChain(ctx, chain));
 }

@@ -1,4 +1,4 @@
-import type { Store } from "../query/store.js";
+import type { Snapshot } from "../query/store.js";
 import { ApiError, badRequest, notFound } from "./errors.js";
 import type { ListQuery } from "./params.js";
 
@@ -8,9 +8,10 @@ export interface ResolvedRange {
 }
 
 /** The newest block stored for a chain; 503 while there is none. */
-export async function headBlock(store: Store, chain: string): Promise<number> {
-	const [row] = await store.query(chain, "SELECT max(number) AS head FROM {blocks}");
-	if (row?.head == null) throw new ApiError(503, "NO_DATA", `${chain} has no blocks stored yet; run a backfill first`);
+export async function headBlock(db: Snapshot): Promise<number> {
+	const [row] = await db.query("SELECT max(number) AS head FROM {blocks}");
+	if (row?.head == null)
+		throw new ApiError(503, "NO_DATA", `${db.chain} has no blocks stored yet; run a backfill first`);
 	return Number(row.head);
 }
 
@@ -20,8 +21,7 @@ export async function headBlock(store: Store, chain: string): Promise<number> {
  * `latest` and negative numbers count back from the head; an end past the head is clamped.
  */
 export async function resolveRange(
-	store: Store,
-	chain: string,
+	db: Snapshot,
 	q: ListQuery,
 	opts: { required?: boolean } = {},
 ): Promise<ResolvedRange> {
@@ -41,7 +41,7 @@ export async function resolveRange(
 			"this endpoint needs a range: block_number_start and block_number_end (e.g. -100 and latest), or timestamp_start and timestamp_end",
 		);
 	}
-	const head = await headBlock(store, chain);
+	const head = await headBlock(db);
 	if (numbers) {
 		if (q.block_number_start === undefined || q.block_number_end === undefined) {
 			throw badRequest("INVALID_RANGE", "give both block_number_start and block_number_end (the end may be latest)");
@@ -65,8 +65,7 @@ export async function resolveRange(
 		if (from > to) {
 			throw badRequest("INVALID_RANGE", `timestamp_end (${to}) is before timestamp_start (${from})`);
 		}
-		const [row] = await store.query(
-			chain,
+		const [row] = await db.query(
 			"SELECT min(number) AS first, max(number) AS last FROM {blocks} WHERE timestamp BETWEEN $from AND $to",
 			{ from, to },
 		);
@@ -75,10 +74,10 @@ export async function resolveRange(
 		return { start: Number(row.first), end: Number(row.last) };
 	}
 	if (hash) {
-		const [row] = await store.query(chain, "SELECT number FROM {blocks} WHERE hash = $hash", {
+		const [row] = await db.query("SELECT number FROM {blocks} WHERE hash = $hash", {
 			hash: q.block_hash as string,
 		});
-		if (!row) throw notFound("BLOCK_NOT_FOUND", `no block with hash ${q.block_hash} on ${chain}`);
+		if (!row) throw notFound("BLOCK_NOT_FOUND", `no block with hash ${q.block_hash} on ${db.chain}`);
 		return { start: Number(row.number), end: Number(row.number) };
 	}
 	return { start: 0, end: head };

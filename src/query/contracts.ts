@@ -1,6 +1,6 @@
 import { inList } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
-import type { Params, Store } from "./store.js";
+import type { Params, Snapshot } from "./store.js";
 
 export const CREATION_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract_address, caller, value, op_code, trace_address, init_code_hash, gas_used";
@@ -30,27 +30,12 @@ function conditions(f: ContractEventFilter, callerColumn: string) {
 	return { where: where.join(" AND ") || "true", params };
 }
 
-export function findCreations(store: Store, chain: string, f: ContractEventFilter, page: Page): Promise<ListResult> {
-	return listRows(
-		store,
-		chain,
-		{ dataset: "contract_creations", columns: CREATION_COLUMNS, ...conditions(f, "caller") },
-		page,
-	);
+export function findCreations(db: Snapshot, f: ContractEventFilter, page: Page): Promise<ListResult> {
+	return listRows(db, { dataset: "contract_creations", columns: CREATION_COLUMNS, ...conditions(f, "caller") }, page);
 }
 
-export function findSelfDestructs(
-	store: Store,
-	chain: string,
-	f: ContractEventFilter,
-	page: Page,
-): Promise<ListResult> {
-	return listRows(
-		store,
-		chain,
-		{ dataset: "self_destructs", columns: SELF_DESTRUCT_COLUMNS, ...conditions(f, "caller") },
-		page,
-	);
+export function findSelfDestructs(db: Snapshot, f: ContractEventFilter, page: Page): Promise<ListResult> {
+	return listRows(db, { dataset: "self_destructs", columns: SELF_DESTRUCT_COLUMNS, ...conditions(f, "caller") }, page);
 }
 
 export interface CallFilter {
@@ -64,7 +49,7 @@ export interface CallFilter {
 }
 
 /** Trace frames (internal calls, creates, self-destructs) by caller, callee or origin. */
-export function findCalls(store: Store, chain: string, f: CallFilter, page: Page): Promise<ListResult> {
+export function findCalls(db: Snapshot, f: CallFilter, page: Page): Promise<ListResult> {
 	const where: string[] = ["transaction_hash IS NOT NULL"];
 	const params: Params = {};
 	for (const [key, column] of [
@@ -82,5 +67,5 @@ export function findCalls(store: Store, chain: string, f: CallFilter, page: Page
 		params.selector = f.selector;
 		where.push("left(input, 10) = $selector");
 	}
-	return listRows(store, chain, { dataset: "traces", columns: CALL_COLUMNS, where: where.join(" AND "), params }, page);
+	return listRows(db, { dataset: "traces", columns: CALL_COLUMNS, where: where.join(" AND "), params }, page);
 }

@@ -1,5 +1,5 @@
 import type { DatasetName } from "../extract/rows.js";
-import type { Params, Row, Store } from "./store.js";
+import type { Params, Row, Snapshot } from "./store.js";
 
 export interface Page {
 	start: number;
@@ -21,8 +21,7 @@ export interface ListResult {
  * Fetches limit + 1 rows to know whether another page exists.
  */
 export async function listRows(
-	store: Store,
-	chain: string,
+	db: Snapshot,
 	q: {
 		dataset: DatasetName;
 		columns: string;
@@ -41,7 +40,7 @@ export async function listRows(
 	const sql = `SELECT ${q.columns} FROM {${q.dataset}} WHERE ${blockColumn} BETWEEN $start AND $end AND (${q.where})${after} ORDER BY ${key} ${direction} LIMIT $limit`;
 	const params: Params = { ...q.params, start: page.start, end: page.end, limit: page.limit + 1 };
 	if (page.after !== undefined) params.after = page.after;
-	const rows = page.start > page.end ? [] : await store.query(chain, sql, params);
+	const rows = page.start > page.end ? [] : await db.query(sql, params);
 	const hasMore = rows.length > page.limit;
 	return { rows: hasMore ? rows.slice(0, page.limit) : rows, hasMore };
 }

@@ -7,7 +7,7 @@ import {
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
 import { manifestPath } from "../store/layout.js";
-import { listedFiles, type Manifest, readManifestSafe } from "../store/manifest.js";
+import { GHOST_DATASET, ghostFiles, listedFiles, type Manifest, readManifestSafe } from "../store/manifest.js";
 import { SCHEMAS } from "../store/schema.js";
 import { chainsIn } from "./views.js";
 
@@ -30,7 +30,18 @@ export interface Store {
 	 * its own identifiers and paths: every user value arrives in `params`.
 	 */
 	query(chain: string, sql: string, params?: Params): Promise<Row[]>;
+	/**
+	 * The chain's files as of now, fixed: every query of one API request goes through one
+	 * snapshot, so a reorg or compaction committed meanwhile cannot show it a mix of states.
+	 */
+	snapshot(chain: string): Snapshot;
 	close(): void;
+}
+
+export interface Snapshot {
+	chain: string;
+	hasDataset(dataset: DatasetName): boolean;
+	query(sql: string, params?: Params): Promise<Row[]>;
 }
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
@@ -69,45 +80,62 @@ export async function createStore(dataDir: string): Promise<Store> {
 		manifests.set(chain, { stamp, manifest });
 		return manifest;
 	};
-	const hasDataset = (chain: string, dataset: DatasetName) =>
-		listedFiles(dataDir, manifestOf(chain), dataset).length > 0;
-
-	/** `{dataset}` → the files the manifest lists, or a typed empty relation while there are none. */
-	const expand = (chain: string, sql: string) =>
+	/** `{dataset}` → the files `manifest` lists, or a typed empty relation while there are none.
+	 * `{ghost_blocks}` is the reorged-out blocks, with the columns of blocks. */
+	const expand = (manifest: Manifest | null, sql: string) =>
 		sql.replace(/\{([a-z_]+)\}/g, (whole, name: string) => {
-			if (!DATASETS.includes(name as DatasetName)) return whole;
-			const files = listedFiles(dataDir, manifestOf(chain), name as DatasetName);
+			const ghost = name === GHOST_DATASET;
+			if (!ghost && !DATASETS.includes(name as DatasetName)) return whole;
+			const files = ghost ? ghostFiles(dataDir, manifest) : listedFiles(dataDir, manifest, name as DatasetName);
 			if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
-			const columns = Object.entries(SCHEMAS[name as DatasetName] as Record<string, readonly [string, string]>);
+			const schema = SCHEMAS[ghost ? "blocks" : (name as DatasetName)] as Record<string, readonly [string, string]>;
+			const columns = Object.entries(schema);
 			return `(SELECT ${columns.map(([c, [type]]) => `NULL::${type} AS "${c}"`).join(", ")} WHERE false)`;
 		});
 
+	async function run(manifest: Manifest | null, sql: string, params: Params): Promise<Row[]> {
+		const text = expand(manifest, sql);
+		const c = await acquire();
+		try {
+			let stmt = c.prepared.get(text);
+			if (!stmt) {
+				stmt = await c.conn.prepare(text);
+				c.prepared.set(text, stmt);
+				// The text embeds the file list, so appended ranges retire old statements.
+				if (c.prepared.size > MAX_PREPARED) {
+					const [oldest, old] = c.prepared.entries().next().value as [string, DuckDBPreparedStatement];
+					old.destroySync();
+					c.prepared.delete(oldest);
+				}
+			}
+			stmt.clearBindings();
+			if (Object.keys(params).length > 0) stmt.bind(params);
+			const reader = await stmt.runAndReadAll();
+			return reader.getRowObjectsJS() as Row[];
+		} finally {
+			release(c);
+		}
+	}
+
+	const known = (chain: string) => {
+		if (!chainsIn(dataDir).includes(chain)) throw new Error(`unknown chain ${chain}`);
+	};
+
 	return {
 		chains: () => chainsIn(dataDir),
-		hasDataset,
+		hasDataset: (chain, dataset) => listedFiles(dataDir, manifestOf(chain), dataset).length > 0,
 		async query(chain, sql, params = {}) {
-			if (!chainsIn(dataDir).includes(chain)) throw new Error(`unknown chain ${chain}`);
-			const text = expand(chain, sql);
-			const c = await acquire();
-			try {
-				let stmt = c.prepared.get(text);
-				if (!stmt) {
-					stmt = await c.conn.prepare(text);
-					c.prepared.set(text, stmt);
-					// The text embeds the file list, so appended ranges retire old statements.
-					if (c.prepared.size > MAX_PREPARED) {
-						const [oldest, old] = c.prepared.entries().next().value as [string, DuckDBPreparedStatement];
-						old.destroySync();
-						c.prepared.delete(oldest);
-					}
-				}
-				stmt.clearBindings();
-				if (Object.keys(params).length > 0) stmt.bind(params);
-				const reader = await stmt.runAndReadAll();
-				return reader.getRowObjectsJS() as Row[];
-			} finally {
-				release(c);
-			}
+			known(chain);
+			return run(manifestOf(chain), sql, params);
+		},
+		snapshot(chain) {
+			known(chain);
+			const manifest = manifestOf(chain);
+			return {
+				chain,
+				hasDataset: (dataset) => listedFiles(dataDir, manifest, dataset).length > 0,
+				query: (sql, params = {}) => run(manifest, sql, params),
+			};
 		},
 		close() {
 			for (const c of idle) {

@@ -1,6 +1,6 @@
 import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
-import type { Params, Row, Store } from "./store.js";
+import type { Params, Row, Snapshot } from "./store.js";
 
 export const TX_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, transaction_index, from_address, to_address, value, input, nonce, status, transaction_type, fee, gas_used, cumulative_gas_used, gas, gas_price, effective_gas_price, max_fee_per_gas, max_priority_fee_per_gas, contract_address, r, s, v";
@@ -15,31 +15,21 @@ export interface WalletTxFilter {
 }
 
 /** Transactions sent (`from`) or received (`to`) by an address. */
-export function findWalletTransactions(
-	store: Store,
-	chain: string,
-	f: WalletTxFilter,
-	page: Page,
-): Promise<ListResult> {
+export function findWalletTransactions(db: Snapshot, f: WalletTxFilter, page: Page): Promise<ListResult> {
 	const params: Params = {};
 	const where = sideConditions(["from_address", "to_address"], f, params);
-	return listRows(
-		store,
-		chain,
-		{ dataset: "transactions", columns: TX_COLUMNS, where: where.join(" AND "), params },
-		page,
-	);
+	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where: where.join(" AND "), params }, page);
 }
 
-export async function findTransaction(store: Store, chain: string, hash: string): Promise<Row | undefined> {
-	const [row] = await store.query(chain, `SELECT ${TX_COLUMNS} FROM {transactions} WHERE transaction_hash = $hash`, {
+export async function findTransaction(db: Snapshot, hash: string): Promise<Row | undefined> {
+	const [row] = await db.query(`SELECT ${TX_COLUMNS} FROM {transactions} WHERE transaction_hash = $hash`, {
 		hash,
 	});
 	return row;
 }
 
 /** The logs of the given transactions (of one page), in chain order. */
-export async function logsOfTransactions(store: Store, chain: string, txs: Row[]): Promise<Row[]> {
+export async function logsOfTransactions(db: Snapshot, txs: Row[]): Promise<Row[]> {
 	if (txs.length === 0) return [];
 	const numbers = txs.map((t) => Number(t.block_number));
 	const params: Record<string, string | number> = { start: Math.min(...numbers), end: Math.max(...numbers) };
@@ -47,8 +37,7 @@ export async function logsOfTransactions(store: Store, chain: string, txs: Row[]
 		params[`h${i}`] = t.transaction_hash as string;
 	});
 	const list = txs.map((_, i) => `$h${i}`).join(", ");
-	return store.query(
-		chain,
+	return db.query(
 		`SELECT ${LOG_COLUMNS} FROM {logs} WHERE block_number BETWEEN $start AND $end AND transaction_hash IN (${list}) ORDER BY id`,
 		params,
 	);
@@ -63,7 +52,7 @@ export interface EventFilter {
 }
 
 /** Logs by emitting contract, topics, origin or transaction. */
-export function findEvents(store: Store, chain: string, f: EventFilter, page: Page): Promise<ListResult> {
+export function findEvents(db: Snapshot, f: EventFilter, page: Page): Promise<ListResult> {
 	const params: Params = {};
 	const where: string[] = [];
 	if (f.contracts?.length) where.push(inList("address", "contract", f.contracts, params));
@@ -78,10 +67,5 @@ export function findEvents(store: Store, chain: string, f: EventFilter, page: Pa
 		params.tx = f.transaction;
 		where.push("transaction_hash = $tx");
 	}
-	return listRows(
-		store,
-		chain,
-		{ dataset: "logs", columns: LOG_COLUMNS, where: where.join(" AND ") || "true", params },
-		page,
-	);
+	return listRows(db, { dataset: "logs", columns: LOG_COLUMNS, where: where.join(" AND ") || "true", params }, page);
 }

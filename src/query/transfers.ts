@@ -1,6 +1,6 @@
 import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
-import type { Params, Store } from "./store.js";
+import type { Params, Snapshot } from "./store.js";
 
 export const TRANSFER_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard";
@@ -28,7 +28,7 @@ const ASSET_CONDITION: Record<AssetFilter, string> = {
 };
 
 /** Transfers matching `f`, a page at a time in chain order. */
-export function findTransfers(store: Store, chain: string, f: TransferFilter, page: Page): Promise<ListResult> {
+export function findTransfers(db: Snapshot, f: TransferFilter, page: Page): Promise<ListResult> {
 	const params: Params = {};
 	const where = f.address
 		? sideConditions(
@@ -48,8 +48,7 @@ export function findTransfers(store: Store, chain: string, f: TransferFilter, pa
 	if (f.assets?.length) where.push(`(${f.assets.map((a) => ASSET_CONDITION[a]).join(" OR ")})`);
 	if (f.contracts?.length) where.push(inList("contract", "contract", f.contracts, params));
 	return listRows(
-		store,
-		chain,
+		db,
 		{ dataset: "transfers", columns: TRANSFER_COLUMNS, where: where.join(" AND ") || "true", params },
 		page,
 	);

@@ -93,3 +93,9 @@ export async function fetchBlockBundle(
 	const [receipts, rawTraces] = await Promise.all([getBlockReceipts(rpc, block, caps), tracesP]);
 	return { block, receipts, traces: rawTraces };
 }
+
+/** The hash of block `n` as the node sees it now (`eth_getBlockByNumber` without transactions), or null. */
+export async function ethGetBlockHash(rpc: RpcClient, n: number): Promise<string | null> {
+	const block = await rpc.request<{ hash: string } | null>("eth_getBlockByNumber", [toHex(n), false]);
+	return block?.hash.toLowerCase() ?? null;
+}

@@ -2,8 +2,8 @@ import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
-import { datasetDir, partitionFileName, partitionPath, stagingDir } from "./layout.js";
-import { type ChunkEntry, type Manifest, saveManifest } from "./manifest.js";
+import { partitionFileName, partitionPath, stagingDir } from "./layout.js";
+import { type ChunkEntry, GHOST_DATASET, type Manifest, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
 
 export interface ChunkRange {
@@ -78,17 +78,21 @@ export async function replaceChunks(
 export async function removeUnlisted(dataDir: string, manifest: Manifest): Promise<string[]> {
 	const removed: string[] = [];
 	await rm(stagingDir(dataDir, manifest.chain), { recursive: true, force: true });
-	for (const d of DATASETS) {
-		const dir = datasetDir(dataDir, manifest.chain, d);
-		const listed = new Set(manifest.chunks.filter((c) => c.datasets.includes(d)).map((c) => partitionFileName(d, c)));
-		let names: string[];
+	const listed: [string, Set<string>][] = DATASETS.map((d) => [
+		d,
+		new Set(manifest.chunks.filter((c) => c.datasets.includes(d)).map((c) => partitionFileName(d, c))),
+	]);
+	listed.push([GHOST_DATASET, new Set((manifest.ghosts ?? []).map((g) => partitionFileName(GHOST_DATASET, g)))]);
+	for (const [d, names] of listed) {
+		const dir = join(dataDir, manifest.chain, d);
+		let present: string[];
 		try {
-			names = await readdir(dir);
+			present = await readdir(dir);
 		} catch {
 			continue;
 		}
-		for (const name of names) {
-			if (listed.has(name)) continue;
+		for (const name of present) {
+			if (names.has(name)) continue;
 			await rm(join(dir, name), { force: true });
 			removed.push(join(d, name));
 		}

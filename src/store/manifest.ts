@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import type { DatasetName } from "../extract/rows.js";
 import { ChainlakeError } from "../util/errors.js";
-import { manifestPath, partitionPath } from "./layout.js";
+import { manifestPath, partitionPath, type RangeId } from "./layout.js";
 
 /** One written block range: its files exist for exactly the datasets listed. */
 export interface ChunkEntry {
@@ -29,6 +29,8 @@ export interface Manifest {
 	chain: string;
 	chain_number: number;
 	chunks: ChunkEntry[];
+	/** Files of blocks that were reorged out (dataset ghost_blocks), kept so their hashes still answer. */
+	ghosts?: RangeId[];
 }
 
 export async function loadManifest(dataDir: string, chain: string, chainNumber: number): Promise<Manifest> {
@@ -92,3 +94,10 @@ export function listedFiles(dataDir: string, m: Manifest | null, dataset: Datase
 		.filter((c) => c.datasets.includes(dataset))
 		.map((c) => partitionPath(dataDir, m.chain, dataset, c));
 }
+
+/** Files of reorged-out blocks (same columns as blocks). */
+export function ghostFiles(dataDir: string, m: Manifest | null): string[] {
+	return (m?.ghosts ?? []).map((g) => partitionPath(dataDir, m?.chain ?? "", GHOST_DATASET, g));
+}
+
+export const GHOST_DATASET = "ghost_blocks";

@@ -28,6 +28,12 @@ export const PARQUET_OPTIONS = {
 export interface ParquetWriter {
 	/** Writes `rows` to `path` atomically (temporary name, then rename); returns the row count. */
 	write<D extends DatasetName>(dataset: D, rows: DatasetRows[D], path: string, stagingDir: string): Promise<number>;
+	/**
+	 * Writes the rows of Parquet `files` (matching `where`, an SQL condition of the caller's own
+	 * text) into one file at `path`, sorted, atomically; returns the row count. For compaction
+	 * (small files into one) and for keeping reorged-out blocks.
+	 */
+	merge(dataset: DatasetName, files: string[], path: string, where?: string): Promise<number>;
 	close(): void;
 }
 
@@ -65,6 +71,19 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			await rename(tmp, path);
 			await rm(staged, { force: true });
 			return rows.length;
+		},
+		async merge(dataset, files, path, where = "true") {
+			const source = `read_parquet([${files.map(quote).join(", ")}])`;
+			const counted = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${source} WHERE ${where}`);
+			const n = Number(counted.getRowObjectsJS()[0]?.n ?? 0);
+			const dictionaryLimit = Math.min(n, PARQUET_OPTIONS.ROW_GROUP_SIZE) + 1;
+			await mkdir(dirname(path), { recursive: true });
+			const tmp = `${path}.tmp`;
+			await conn.run(
+				`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY "${SORT_KEY[dataset]}") TO ${quote(tmp)} (FORMAT parquet, ${fixedOptions}, DICTIONARY_SIZE_LIMIT ${dictionaryLimit})`,
+			);
+			await rename(tmp, path);
+			return n;
 		},
 		close() {
 			conn.closeSync();

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { findWalletTransactions, logsOfTransactions } from "../../query/transactions.js";
 import { findTransfers } from "../../query/transfers.js";
-import { type ApiContext, servedChain } from "../context.js";
+import { type ApiContext, openChain } from "../context.js";
 import { badRequest } from "../errors.js";
 import { envelope, pageOf } from "../list-reply.js";
 import { addressList, addressParam, assetList, booleanParam, listQuery } from "../params.js";
@@ -43,7 +43,7 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const chain = servedChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req.params.chain_id);
 			const q = req.query;
 			const assets = q.asset_type ?? ["ft"];
 			if (q.contract && assets.length === 1 && assets[0] === "native") {
@@ -52,10 +52,9 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 					"contract filters token transfers; it cannot be combined with asset_type=native alone",
 				);
 			}
-			const range = await resolveRange(ctx.store, chain, q);
+			const range = await resolveRange(db, q);
 			const result = await findTransfers(
-				ctx.store,
-				chain,
+				db,
 				{
 					address: req.params.address,
 					direction: q.direction,
@@ -90,12 +89,11 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const chain = servedChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req.params.chain_id);
 			const q = req.query;
-			const range = await resolveRange(ctx.store, chain, q);
+			const range = await resolveRange(db, q);
 			const result = await findWalletTransactions(
-				ctx.store,
-				chain,
+				db,
 				{ address: req.params.address, direction: q.direction, counterparty: q.counterparty },
 				pageOf(q, range),
 			);
@@ -105,7 +103,7 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 					q.format,
 					envelope(range, result, (row) => transactionRecord(row)),
 				);
-			const logs = await logsOfTransactions(ctx.store, chain, result.rows);
+			const logs = await logsOfTransactions(db, result.rows);
 			const byTx = new Map<string, typeof logs>();
 			for (const l of logs)
 				byTx.set(l.transaction_hash as string, [...(byTx.get(l.transaction_hash as string) ?? []), l]);

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { findBlockByHash, findBlockByNumber, listBlocks } from "../../query/blocks.js";
-import { type ApiContext, servedChain } from "../context.js";
+import { findBlockByHash, findBlockByNumber, findGhostBlock, listBlocks } from "../../query/blocks.js";
+import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
 import { DEFAULT_LIMIT, envelope } from "../list-reply.js";
 import { chainParams, hashParam, listQuery } from "../params.js";
@@ -25,8 +25,9 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req) => {
-			const chain = servedChain(ctx, req.params.chain_id);
-			const block = await findBlockByNumber(ctx.store, chain, await headBlock(ctx.store, chain));
+			const db = openChain(ctx, req.params.chain_id);
+			const chain = db.chain;
+			const block = await findBlockByNumber(db, await headBlock(db));
 			if (!block) throw notFound("BLOCK_NOT_FOUND", `no latest block on ${chain}`);
 			return blockRecord(block);
 		},
@@ -37,17 +38,22 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 		{
 			schema: {
 				summary: "Block by hash",
-				description: "Example: /eip155-1/v1/blocks/0x<64 hex digits>",
+				description:
+					"A canonical block, or a block reorged out of the chain (ghost: true). Example: /eip155-1/v1/blocks/0x<64 hex digits>",
 				tags: ["blocks"],
 				params: chainParams.extend({ block_hash: hashParam }),
 				querystring: z.object({}).strict(),
 			},
 		},
 		async (req) => {
-			const chain = servedChain(ctx, req.params.chain_id);
-			const block = await findBlockByHash(ctx.store, chain, req.params.block_hash);
-			if (!block) throw notFound("BLOCK_NOT_FOUND", `no block with hash ${req.params.block_hash} on ${chain}`);
-			return blockRecord(block);
+			const db = openChain(ctx, req.params.chain_id);
+			const chain = db.chain;
+			const block = await findBlockByHash(db, req.params.block_hash);
+			if (block) return blockRecord(block);
+			// A block reorged out of the chain is still known by its hash.
+			const ghost = await findGhostBlock(db, req.params.block_hash);
+			if (ghost) return blockRecord(ghost, true);
+			throw notFound("BLOCK_NOT_FOUND", `no block with hash ${req.params.block_hash} on ${chain}`);
 		},
 	);
 
@@ -69,12 +75,12 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const chain = servedChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req.params.chain_id);
 			const q = req.query;
-			const range = await resolveRange(ctx.store, chain, q, { required: true });
+			const range = await resolveRange(db, q, { required: true });
 			let after: number | undefined;
 			if (q.offset !== undefined) {
-				const seen = await findBlockByHash(ctx.store, chain, q.offset);
+				const seen = await findBlockByHash(db, q.offset);
 				if (!seen)
 					throw badRequest("INVALID_OFFSET", "offset must be the next_offset (a block hash) of the previous page");
 				after = Number(seen.number);
@@ -86,7 +92,7 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 				order: q.order ?? "asc",
 				after,
 			};
-			const result = await listBlocks(ctx.store, chain, page);
+			const result = await listBlocks(db, page);
 			return sendList(
 				reply,
 				q.format,

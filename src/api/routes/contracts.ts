@@ -3,9 +3,10 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { DatasetName } from "../../extract/rows.js";
 import { findCalls, findCreations, findSelfDestructs } from "../../query/contracts.js";
+import type { Snapshot } from "../../query/store.js";
 import { findEvents } from "../../query/transactions.js";
 import { findTransfers } from "../../query/transfers.js";
-import { type ApiContext, servedChain } from "../context.js";
+import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
 import { envelope, pageOf } from "../list-reply.js";
 import { addressList, addressParam, assetList, chainParams, hashList, listQuery } from "../params.js";
@@ -24,8 +25,9 @@ const contractQuery = z
 	.strict();
 
 /** Trace-only datasets are absent (not empty) for chains exported without traces: say so. */
-function requireTraces(ctx: ApiContext, chain: string, dataset: DatasetName) {
-	if (!ctx.store.hasDataset(chain, dataset)) {
+function requireTraces(db: Snapshot, dataset: DatasetName) {
+	const chain = db.chain;
+	if (!db.hasDataset(dataset)) {
 		throw new ApiError(
 			503,
 			"TRACES_UNAVAILABLE",
@@ -53,7 +55,7 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				},
 			},
 			async (req, reply) => {
-				const chain = servedChain(ctx, req.params.chain_id);
+				const db = openChain(ctx, req.params.chain_id);
 				const q = req.query;
 				if (q.caller && q.sender && q.caller !== q.sender) {
 					throw badRequest(
@@ -65,14 +67,9 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				if (!q.origin && !caller && !q.contract) {
 					throw badRequest("MISSING_FILTER", "give at least one of origin, caller (or sender), contract");
 				}
-				requireTraces(ctx, chain, dataset);
-				const range = await resolveRange(ctx.store, chain, q);
-				const result = await find(
-					ctx.store,
-					chain,
-					{ origin: q.origin, caller, contracts: q.contract },
-					pageOf(q, range),
-				);
+				requireTraces(db, dataset);
+				const range = await resolveRange(db, q);
+				const result = await find(db, { origin: q.origin, caller, contracts: q.contract }, pageOf(q, range));
 				return sendList(reply, q.format, envelope<object>(range, result, record));
 			},
 		);
@@ -91,11 +88,10 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const chain = servedChain(ctx, req.params.chain_id);
-			const range = await resolveRange(ctx.store, chain, req.query);
+			const db = openChain(ctx, req.params.chain_id);
+			const range = await resolveRange(db, req.query);
 			const result = await findTransfers(
-				ctx.store,
-				chain,
+				db,
 				{ token: req.params.contract, assets: req.query.asset_type },
 				pageOf(req.query, range),
 			);
@@ -126,15 +122,14 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const chain = servedChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req.params.chain_id);
 			const q = req.query;
 			if (!q.contract && !q.topic_0 && !q.origin) {
 				throw badRequest("MISSING_FILTER", "give at least one of contract, topic_0, origin");
 			}
-			const range = await resolveRange(ctx.store, chain, q);
+			const range = await resolveRange(db, q);
 			const result = await findEvents(
-				ctx.store,
-				chain,
+				db,
 				{ contracts: q.contract, origin: q.origin, topics: [q.topic_0, q.topic_1, q.topic_2, q.topic_3] },
 				pageOf(q, range),
 			);
@@ -174,7 +169,7 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const chain = servedChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req.params.chain_id);
 			const q = req.query;
 			if (q.from && q.sender && q.from !== q.sender) {
 				throw badRequest("INVALID_PARAMETER", "sender is another name for from: give one of them, or the same address");
@@ -184,11 +179,10 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 			if (!caller && callees.length === 0 && !q.origin) {
 				throw badRequest("MISSING_FILTER", "give at least one of contract (or to), sender (or from), origin");
 			}
-			requireTraces(ctx, chain, "traces");
-			const range = await resolveRange(ctx.store, chain, q);
+			requireTraces(db, "traces");
+			const range = await resolveRange(db, q);
 			const result = await findCalls(
-				ctx.store,
-				chain,
+				db,
 				{ from: caller, to: callees, origin: q.origin, callType: q.call_type, selector: q.sig_hash },
 				pageOf(q, range),
 			);

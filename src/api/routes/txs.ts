@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { findTransaction, logsOfTransactions } from "../../query/transactions.js";
-import { type ApiContext, servedChain } from "../context.js";
+import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
 import { chainParams, hashParam } from "../params.js";
 import { transactionRecord } from "../records.js";
@@ -30,10 +30,11 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 				},
 			},
 			async (req) => {
-				const chain = servedChain(ctx, req.params.chain_id);
-				const tx = await findTransaction(ctx.store, chain, req.params.transaction_hash);
+				const db = openChain(ctx, req.params.chain_id);
+				const chain = db.chain;
+				const tx = await findTransaction(db, req.params.transaction_hash);
 				if (!tx) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${chain}`);
-				return transactionRecord(tx, await logsOfTransactions(ctx.store, chain, [tx]));
+				return transactionRecord(tx, await logsOfTransactions(db, [tx]));
 			},
 		);
 	}

@@ -1,0 +1,299 @@
+import { rm } from "node:fs/promises";
+import { createRangeFetcher, type Link } from "../backfill/fetch-range.js";
+import type { TraceFormat } from "../extract/extract-block.js";
+import { ethBlockNumber, ethGetBlockHash } from "../rpc/actions.js";
+import type { RpcClient } from "../rpc/client.js";
+import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
+import { removeUnlisted, replaceChunks, writeChunkFiles } from "../store/chunk-store.js";
+import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
+import { acquireWriteLock } from "../store/lock.js";
+import { type ChunkEntry, GHOST_DATASET, loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
+import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
+import type { ChainRef } from "../util/chain.js";
+import type { Logger } from "../util/logger.js";
+import { sliceRows } from "./slice-rows.js";
+
+/** Blocks this deep below the head are final: no reorg may reach them; their files are compacted. */
+export const DEFAULT_FINALITY_DEPTH = 12;
+/** Blocks fetched per step while catching up, so a long gap becomes a series of short commits. */
+const MAX_BLOCKS_PER_STEP = 200;
+/** Replaced files (reorged out, compacted) are deleted this long after the switch, so requests
+ * that began on the previous file list can finish. */
+const DELETE_GRACE_MS = 30_000;
+
+export type FollowEvent =
+	| { type: "blocks"; from: number; to: number }
+	| { type: "reorg"; ancestor: number; orphaned: string[] }
+	| { type: "compact"; from: number; to: number; files: number }
+	| { type: "fault"; message: string };
+
+export interface FollowerOptions {
+	rpc: RpcClient;
+	chain: ChainRef;
+	dataDir: string;
+	logger: Logger;
+	traces?: TraceMode;
+	finalityDepth?: number;
+	partitionSize?: number;
+	/** Where to begin when nothing is stored yet (default 0: the whole history). */
+	startBlock?: number;
+	concurrency?: number;
+	pollMs?: number;
+}
+
+export interface FollowerStats {
+	nodeHead: number | null;
+	storedHead: number | null;
+	blocksIngested: number;
+	reorgs: number;
+	faults: number;
+	lastStepAt: number | null;
+}
+
+/**
+ * Tails a chain's head into the data folder. Each step: check the stored tip against the node
+ * (a different hash there is a reorg: walk back to the common ancestor, swap the orphaned
+ * ranges out in one manifest save, keep their blocks as ghosts), fill gaps, append new blocks
+ * (final ones in aligned partitions, the last `finalityDepth` as one-block files), and compact
+ * one-block files once final. A reorg deeper than `finalityDepth` is a node fault: logged
+ * loudly and retried, never applied. Every change is committed by a manifest save, so a crash
+ * at any point leaves the last committed state, and the next start resumes from it.
+ */
+export function createFollower(opts: FollowerOptions) {
+	const { rpc, chain, dataDir, logger } = opts;
+	const finality = opts.finalityDepth ?? DEFAULT_FINALITY_DEPTH;
+	const partitionSize = opts.partitionSize ?? 1000;
+	const fetcher = createRangeFetcher({ rpc, logger, concurrency: opts.concurrency ?? 8 });
+	const stats: FollowerStats = {
+		nodeHead: null,
+		storedHead: null,
+		blocksIngested: 0,
+		reorgs: 0,
+		faults: 0,
+		lastStepAt: null,
+	};
+	let state: { manifest: Manifest; writer: ParquetWriter; traces: TraceFormat | null; unlock: () => void } | null =
+		null;
+	const timers = new Set<NodeJS.Timeout>();
+
+	async function init() {
+		if (state) return state;
+		const unlock = acquireWriteLock(chainDir(dataDir, chain.id));
+		try {
+			const manifest = await loadManifest(dataDir, chain.id, chain.number);
+			const removed = await removeUnlisted(dataDir, manifest);
+			if (removed.length > 0) logger.info(`removed ${removed.length} files of an interrupted run`);
+			const head = await ethBlockNumber(rpc);
+			const traces = head === 0 ? null : await detectTraceFormat(rpc, opts.traces ?? "auto", head, logger);
+			state = { manifest, writer: await createParquetWriter(), traces, unlock };
+			return state;
+		} catch (err) {
+			unlock();
+			throw err;
+		}
+	}
+
+	const sorted = (m: Manifest) => [...m.chunks].sort((a, b) => a.from - b.from);
+	const tipOf = (m: Manifest) => sorted(m).at(-1);
+
+	function retire(files: string[]) {
+		const t = setTimeout(() => {
+			timers.delete(t);
+			for (const f of files) void rm(f, { force: true });
+		}, DELETE_GRACE_MS);
+		t.unref();
+		timers.add(t);
+	}
+
+	/** One poll: reorg check, gap fill, append, compaction. Returns what changed. */
+	async function step(): Promise<FollowEvent[]> {
+		const s = await init();
+		const events: FollowEvent[] = [];
+		const head = await ethBlockNumber(rpc);
+		stats.nodeHead = head;
+		const tip = tipOf(s.manifest);
+		if (tip && (await ethGetBlockHash(rpc, tip.to)) !== tip.last_hash) {
+			const reorg = await unwind(s, head);
+			events.push(reorg);
+			if (reorg.type === "fault") return events;
+		}
+		const holes =
+			s.manifest.chunks.length > 0
+				? missingRanges(s.manifest, sorted(s.manifest)[0]?.from ?? 0, tipOf(s.manifest)?.to ?? 0)
+				: [];
+		const next = tipOf(s.manifest)?.to ?? (opts.startBlock ?? 0) - 1;
+		const todo = [...holes, ...(next < head ? [[next + 1, head] as [number, number]] : [])];
+		let budget = MAX_BLOCKS_PER_STEP;
+		for (const [from, to] of todo) {
+			if (budget <= 0) break;
+			const end = Math.min(to, from + budget - 1);
+			budget -= end - from + 1;
+			const appended = await append(s, from, end, head);
+			if (appended) events.push(appended);
+			else break;
+		}
+		const compacted = await compact(s, head);
+		if (compacted) events.push(compacted);
+		stats.storedHead = tipOf(s.manifest)?.to ?? null;
+		stats.lastStepAt = Date.now();
+		return events;
+	}
+
+	/** Fetches [from, to] and commits it: final blocks in aligned chunks, the rest one block per chunk. */
+	async function append(
+		s: NonNullable<typeof state>,
+		from: number,
+		to: number,
+		head: number,
+	): Promise<FollowEvent | null> {
+		const { links, rows } = await fetcher.fetchRange(from, to, s.traces);
+		const before = s.manifest.chunks.find((c) => c.to === from - 1);
+		if (!chained(links, before?.last_hash)) {
+			// The node moved under us mid-fetch; the next step's reorg check sorts it out.
+			logger.warn(`blocks ${from}..${to} do not chain onto the stored data; retrying next step`);
+			return null;
+		}
+		const lastFinal = head - finality;
+		const ranges = [
+			...(from <= lastFinal ? alignedChunks(from, Math.min(to, lastFinal), partitionSize) : []),
+			...Array.from({ length: Math.max(0, to - Math.max(from, lastFinal + 1) + 1) }, (_, i) => {
+				const n = Math.max(from, lastFinal + 1) + i;
+				return [n, n] as [number, number];
+			}),
+		];
+		const entries: ChunkEntry[] = [];
+		for (const [a, b] of ranges) {
+			const first = links[a - from] as Link;
+			const last = links[b - from] as Link;
+			entries.push(
+				await writeChunkFiles(
+					s.writer,
+					dataDir,
+					chain.id,
+					{ from: a, to: b, traces: s.traces, firstParentHash: first.parentHash, lastHash: last.hash },
+					sliceRows(rows, a, b),
+				),
+			);
+		}
+		await replaceChunks(dataDir, s.manifest, [], entries);
+		stats.blocksIngested += to - from + 1;
+		return { type: "blocks", from, to };
+	}
+
+	/**
+	 * Walks back from the stored tip to the newest stored range whose last block the node still
+	 * has, then swaps every range above it out (their blocks kept as ghosts). The canonical
+	 * blocks are appended by the same step.
+	 */
+	async function unwind(s: NonNullable<typeof state>, head: number): Promise<FollowEvent> {
+		const orphaned: ChunkEntry[] = [];
+		for (const c of sorted(s.manifest).reverse()) {
+			if ((await ethGetBlockHash(rpc, c.to)) === c.last_hash) break;
+			orphaned.push(c);
+		}
+		const lowest = orphaned.at(-1)?.from ?? 0;
+		if (orphaned.length === s.manifest.chunks.length || lowest <= head - finality) {
+			stats.faults++;
+			const message = `node fault on ${chain.id}: its chain differs from the stored one at or below block ${lowest}, deeper than the finality depth ${finality} (head ${head}); not applied, retrying`;
+			logger.error(message);
+			return { type: "fault", message };
+		}
+		// Keep the blocks that left the canonical chain, so their hashes still answer (ghost: true).
+		const canonical = new Set<string>();
+		for (let n = lowest; n <= (orphaned[0]?.to ?? lowest); n++) {
+			const h = await ethGetBlockHash(rpc, n);
+			if (h) canonical.add(h);
+		}
+		const blockFiles = orphaned.map((c) => partitionPath(dataDir, chain.id, "blocks", c));
+		const tag = { from: lowest, to: orphaned[0]?.to ?? lowest, last_hash: orphaned[0]?.last_hash ?? "0x" };
+		const keep =
+			canonical.size > 0
+				? `hash NOT IN (${[...canonical].map((h) => `'${h.replace(/[^0-9a-fx]/g, "")}'`).join(", ")})`
+				: "true";
+		await s.writer.merge("blocks", blockFiles, partitionPath(dataDir, chain.id, GHOST_DATASET, tag), keep);
+		s.manifest.ghosts = [
+			...(s.manifest.ghosts ?? []).filter(
+				(g) =>
+					partitionPath(dataDir, chain.id, GHOST_DATASET, g) !== partitionPath(dataDir, chain.id, GHOST_DATASET, tag),
+			),
+			tag,
+		];
+		retire(await replaceChunks(dataDir, s.manifest, orphaned, []));
+		stats.reorgs++;
+		const ancestor = lowest - 1;
+		logger.warn(`reorg on ${chain.id}: blocks ${lowest}..${tag.to} replaced (common ancestor ${ancestor})`);
+		return { type: "reorg", ancestor, orphaned: orphaned.map((c) => c.last_hash) };
+	}
+
+	/** Merges the one-block chunks of a partition into one file once they are all final. */
+	async function compact(s: NonNullable<typeof state>, head: number): Promise<FollowEvent | null> {
+		const lastFinal = head - finality;
+		const groups = new Map<number, ChunkEntry[]>();
+		for (const c of sorted(s.manifest)) {
+			if (c.to > lastFinal) continue;
+			const p = Math.floor(c.from / partitionSize);
+			if (Math.floor(c.to / partitionSize) !== p) continue;
+			groups.set(p, [...(groups.get(p) ?? []), c]);
+		}
+		for (const group of groups.values()) {
+			if (group.length < 2 || new Set(group.map((c) => c.traces)).size !== 1) continue;
+			const first = group[0] as ChunkEntry;
+			const last = group[group.length - 1] as ChunkEntry;
+			if (missingRanges(s.manifest, first.from, last.to).length > 0) continue;
+			const merged: ChunkEntry = {
+				from: first.from,
+				to: last.to,
+				traces: first.traces,
+				datasets: first.datasets,
+				rows: {},
+				first_parent_hash: first.first_parent_hash,
+				last_hash: last.last_hash,
+			};
+			for (const d of merged.datasets) {
+				const files = group.map((c) => partitionPath(dataDir, chain.id, d, c));
+				merged.rows[d] = await s.writer.merge(d, files, partitionPath(dataDir, chain.id, d, merged));
+			}
+			retire(await replaceChunks(dataDir, s.manifest, group, [merged]));
+			return { type: "compact", from: merged.from, to: merged.to, files: group.length };
+		}
+		return null;
+	}
+
+	let running: Promise<void> | null = null;
+	let stopping = false;
+
+	return {
+		stats,
+		step,
+		/** Polls until stop(); `onEvent` sees every change. Errors are logged and retried next poll. */
+		start(onEvent: (e: FollowEvent) => void = () => {}) {
+			running = (async () => {
+				while (!stopping) {
+					try {
+						for (const e of await step()) onEvent(e);
+					} catch (err) {
+						stats.faults++;
+						logger.error(`follow ${chain.id}: ${(err as Error).message}`);
+					}
+					if (!stopping) await new Promise((r) => setTimeout(r, opts.pollMs ?? 1000));
+				}
+			})();
+		},
+		async stop() {
+			stopping = true;
+			await running;
+			for (const t of timers) clearTimeout(t);
+			state?.writer.close();
+			state?.unlock();
+			state = null;
+		},
+	};
+}
+
+function chained(links: Link[], storedParent: string | undefined): boolean {
+	for (let i = 0; i < links.length; i++) {
+		const parent = i === 0 ? storedParent : links[i - 1]?.hash;
+		if (parent !== undefined && links[i]?.parentHash !== parent) return false;
+	}
+	return true;
+}
