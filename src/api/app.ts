@@ -12,6 +12,7 @@ import type { Store } from "../query/store.js";
 import { authenticate } from "./auth.js";
 import { ApiError, errorBody } from "./errors.js";
 import type { Keyring } from "./keys.js";
+import { createMetrics, type FollowSource } from "./metrics.js";
 import { stringifyExact } from "./records.js";
 import { addressRoutes } from "./routes/address.js";
 import { blockRoutes } from "./routes/blocks.js";
@@ -25,6 +26,8 @@ export interface AppOptions {
 	dataDir: string;
 	/** Path prefix before /{chain_id}/v1, e.g. /tsunami (api-contract.md §1). */
 	basePath?: string;
+	/** Head followers running in this process, by chain, for /metrics and /readyz. */
+	followers?: Map<string, FollowSource>;
 	logger?: FastifyServerOptions["logger"];
 }
 
@@ -51,7 +54,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	});
 	app.setValidatorCompiler(validatorCompiler);
 	app.setReplySerializer((payload) => stringifyExact(payload));
-	const ctx = { store: opts.store, keyring: opts.keyring };
+	const metrics = createMetrics();
+	const ctx = { store: opts.store, keyring: opts.keyring, metrics, followers: opts.followers ?? new Map() };
 	const base = opts.basePath ?? "";
 
 	await app.register(swagger, {
@@ -84,6 +88,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	});
 
 	app.addHook("onResponse", async (req, reply) => {
+		metrics.observe(req.routeOptions.url ?? "unmatched", reply.elapsedTime / 1000);
 		req.log.info(
 			{
 				method: req.method,

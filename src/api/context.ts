@@ -2,11 +2,14 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Snapshot, Store } from "../query/store.js";
 import { notFound } from "./errors.js";
 import type { Keyring } from "./keys.js";
+import type { FollowSource, Metrics } from "./metrics.js";
 
 /** What every route needs, handed to the route plugins once. */
 export interface ApiContext {
 	store: Store;
 	keyring: Keyring;
+	metrics: Metrics;
+	followers: Map<string, FollowSource>;
 	log?: FastifyBaseLogger;
 }
 

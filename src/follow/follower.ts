@@ -20,6 +20,8 @@ const MAX_BLOCKS_PER_STEP = 200;
 /** Replaced files (reorged out, compacted) are deleted this long after the switch, so requests
  * that began on the previous file list can finish. */
 const DELETE_GRACE_MS = 30_000;
+/** One-block final files merged at a time before their partition is complete. */
+const COMPACT_RUN = 32;
 
 export type FollowEvent =
 	| { type: "blocks"; from: number; to: number }
@@ -225,7 +227,12 @@ export function createFollower(opts: FollowerOptions) {
 		return { type: "reorg", ancestor, orphaned: orphaned.map((c) => c.last_hash) };
 	}
 
-	/** Merges the one-block chunks of a partition into one file once they are all final. */
+	/**
+	 * Merges final chunks so head files do not pile up: a partition's chunks into one file once
+	 * the whole partition is stored and final, and before that, runs of COMPACT_RUN small final
+	 * chunks into one (so the tail of a partition stays a handful of files without rewriting the
+	 * partition at every block).
+	 */
 	async function compact(s: NonNullable<typeof state>, head: number): Promise<FollowEvent | null> {
 		const lastFinal = head - finality;
 		const groups = new Map<number, ChunkEntry[]>();
@@ -235,11 +242,14 @@ export function createFollower(opts: FollowerOptions) {
 			if (Math.floor(c.to / partitionSize) !== p) continue;
 			groups.set(p, [...(groups.get(p) ?? []), c]);
 		}
-		for (const group of groups.values()) {
-			if (group.length < 2 || new Set(group.map((c) => c.traces)).size !== 1) continue;
-			const first = group[0] as ChunkEntry;
-			const last = group[group.length - 1] as ChunkEntry;
-			if (missingRanges(s.manifest, first.from, last.to).length > 0) continue;
+		for (const [p, group] of groups) {
+			const whole = group[0]?.from === p * partitionSize && group.at(-1)?.to === (p + 1) * partitionSize - 1;
+			const run = whole ? group : group.filter((c) => c.from === c.to).slice(0, COMPACT_RUN);
+			if (run.length < 2 || (!whole && run.length < COMPACT_RUN)) continue;
+			if (new Set(run.map((c) => c.traces)).size !== 1) continue;
+			const first = run[0] as ChunkEntry;
+			const last = run[run.length - 1] as ChunkEntry;
+			if (missingRanges({ ...s.manifest, chunks: run }, first.from, last.to).length > 0) continue;
 			const merged: ChunkEntry = {
 				from: first.from,
 				to: last.to,
@@ -250,11 +260,11 @@ export function createFollower(opts: FollowerOptions) {
 				last_hash: last.last_hash,
 			};
 			for (const d of merged.datasets) {
-				const files = group.map((c) => partitionPath(dataDir, chain.id, d, c));
+				const files = run.map((c) => partitionPath(dataDir, chain.id, d, c));
 				merged.rows[d] = await s.writer.merge(d, files, partitionPath(dataDir, chain.id, d, merged));
 			}
-			retire(await replaceChunks(dataDir, s.manifest, group, [merged]));
-			return { type: "compact", from: merged.from, to: merged.to, files: group.length };
+			retire(await replaceChunks(dataDir, s.manifest, run, [merged]));
+			return { type: "compact", from: merged.from, to: merged.to, files: run.length };
 		}
 		return null;
 	}

@@ -2,46 +2,58 @@ import type { FastifyInstance } from "fastify";
 import { readManifestSafe } from "../../store/manifest.js";
 import type { ApiContext } from "../context.js";
 
-/** Liveness and readiness; no key needed (for load balancers and orchestrators). */
+/** Stored head per chain: block number and timestamp, or null when nothing is stored. */
+async function storedHeads(ctx: ApiContext) {
+	const heads = new Map<string, { block: number; timestamp: number } | null>();
+	for (const chain of ctx.store.chains()) {
+		try {
+			const [row] = await ctx.store.query(chain, "SELECT number, timestamp FROM {blocks} ORDER BY number DESC LIMIT 1");
+			heads.set(chain, row ? { block: Number(row.number), timestamp: Number(row.timestamp) } : null);
+		} catch {
+			heads.set(chain, null);
+		}
+	}
+	return heads;
+}
+
+/** Liveness, readiness and metrics; no key needed (for load balancers, orchestrators, Prometheus). */
 export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: string) {
 	app.get("/healthz", { schema: { summary: "Process is up", tags: ["health"] } }, async () => ({ status: "ok" }));
 
 	app.get(
 		"/readyz",
-		{ schema: { summary: "Per chain: data present, head block, lag", tags: ["health"] } },
+		{ schema: { summary: "Per chain: data present, head block, lag, follower state", tags: ["health"] } },
 		async (_req, reply) => {
-			const chains = await Promise.all(
-				ctx.store.chains().map(async (chain) => {
-					const manifest = readManifestSafe(dataDir, chain);
-					try {
-						const [row] = await ctx.store.query(
-							chain,
-							"SELECT number, timestamp FROM {blocks} ORDER BY number DESC LIMIT 1",
-						);
-						const head = row ? Number(row.number) : null;
-						const lagSeconds = row ? Math.max(0, Math.round(Date.now() / 1000) - Number(row.timestamp)) : null;
-						return {
-							chain,
-							ready: head != null,
-							head_block: head,
-							head_lag_seconds: lagSeconds,
-							ranges: manifest?.chunks.length ?? 0,
-							traces_unavailable_ranges: manifest?.chunks.filter((c) => c.traces === "none").length ?? 0,
-						};
-					} catch {
-						return {
-							chain,
-							ready: false,
-							head_block: null,
-							head_lag_seconds: null,
-							ranges: 0,
-							traces_unavailable_ranges: 0,
-						};
-					}
-				}),
-			);
+			const heads = await storedHeads(ctx);
+			const chains = [...heads].map(([chain, head]) => {
+				const manifest = readManifestSafe(dataDir, chain);
+				const f = ctx.followers.get(chain);
+				return {
+					chain,
+					ready: head != null && (f === undefined || f.stats.lastStepAt != null),
+					head_block: head?.block ?? null,
+					head_lag_seconds: head ? Math.max(0, Math.round(Date.now() / 1000 - head.timestamp)) : null,
+					ranges: manifest?.chunks.length ?? 0,
+					traces_unavailable_ranges: manifest?.chunks.filter((c) => c.traces === "none").length ?? 0,
+					follower: f
+						? {
+								node_head_block: f.stats.nodeHead,
+								lag_blocks: f.stats.nodeHead == null ? null : Math.max(0, f.stats.nodeHead - (head?.block ?? -1)),
+								blocks_ingested: f.stats.blocksIngested,
+								reorgs: f.stats.reorgs,
+								faults: f.stats.faults,
+								rpc_errors: f.rpcErrors,
+								last_step_at: f.stats.lastStepAt ? new Date(f.stats.lastStepAt).toISOString() : null,
+							}
+						: null,
+				};
+			});
 			const ready = chains.length > 0 && chains.every((c) => c.ready);
 			return reply.code(ready ? 200 : 503).send({ ready, chains });
 		},
+	);
+
+	app.get("/metrics", { schema: { summary: "Prometheus metrics", tags: ["health"] } }, async (_req, reply) =>
+		reply.type("text/plain; version=0.0.4").send(ctx.metrics.render(ctx.followers, await storedHeads(ctx))),
 	);
 }

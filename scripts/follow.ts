@@ -1,0 +1,39 @@
+/**
+ * `npm run follow -- --follow eip155-1=<rpc url> [--data-dir data] [--finality-depth 12] [--poll-ms 1000]`:
+ * tails chains' heads into the data folder, apart from the API (which sees new blocks on its next request).
+ */
+import { parseArgs } from "node:util";
+import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
+import { createLogger } from "../src/util/logger.js";
+
+const { values } = parseArgs({
+	options: {
+		"data-dir": { type: "string", default: process.env.CHAINLAKE_DATA_DIR ?? "data" },
+		follow: { type: "string", multiple: true },
+		"finality-depth": { type: "string", default: "12" },
+		"poll-ms": { type: "string", default: "1000" },
+	},
+});
+if (!values.follow?.length) {
+	process.stderr.write("usage: npm run follow -- --follow eip155-<n>=<rpc url> [--follow ...] [--data-dir data]\n");
+	process.exit(2);
+}
+const logger = createLogger({});
+let follow: ReturnType<typeof startFollowers>;
+try {
+	follow = startFollowers(values.follow.map(parseFollowSpec), {
+		dataDir: values["data-dir"] as string,
+		logger,
+		finalityDepth: Number(values["finality-depth"]),
+		pollMs: Number(values["poll-ms"]),
+	});
+} catch (err) {
+	process.stderr.write(`${(err as Error).message}\n`);
+	process.exit(2);
+}
+const stop = async () => {
+	await follow.stop();
+	process.exit(0);
+};
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);

@@ -1,0 +1,135 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/api/app.js";
+import { createKeyring } from "../../src/api/keys.js";
+import { createFollower } from "../../src/follow/follower.js";
+import { createStore } from "../../src/query/store.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { parseChainId } from "../../src/util/chain.js";
+import { createMemoryLogger } from "../../src/util/logger.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { backfillInto } from "../helpers/anvil-chain.js";
+import { datasetRows } from "../helpers/compare.js";
+
+/**
+ * Reorgs on a real anvil node (`anvil_reorg`) at depths 1, 3 and 12, each with a transfer that
+ * exists only on the orphaned branch: afterwards the followed folder equals a fresh backfill of
+ * the canonical chain, dataset by dataset, and the orphaned block hashes answer ghost: true.
+ */
+const CHAIN = 31337;
+let anvil: AnvilInstance;
+let root: string;
+let dataDir: string;
+let follower: ReturnType<typeof createFollower>;
+let accounts: string[];
+
+async function rpc(method: string, params: unknown[]) {
+	const res = await fetch(anvil.url, {
+		method: "POST",
+		headers: { "content-type": "application/json" },
+		body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+	});
+	const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+	if (body.error) throw new Error(`${method}: ${body.error.message}`);
+	return body.result;
+}
+
+const send = (from: string, to: string, wei: bigint) =>
+	rpc("eth_sendTransaction", [{ from, to, value: `0x${wei.toString(16)}` }]);
+const blockHash = async (n: number) =>
+	((await rpc("eth_getBlockByNumber", [`0x${n.toString(16)}`, false])) as { hash: string }).hash;
+const head = async () => Number(await rpc("eth_blockNumber", []));
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	accounts = (await rpc("eth_accounts", [])) as string[];
+	root = await mkdtemp(join(tmpdir(), "chainlake-reorg-"));
+	dataDir = join(root, "followed");
+	const logger = createMemoryLogger();
+	follower = createFollower({
+		rpc: createRpcClient({ urls: [anvil.url], logger }),
+		chain: parseChainId(`eip155-${CHAIN}`),
+		dataDir,
+		logger,
+		traces: "parity",
+		finalityDepth: 15,
+		partitionSize: 8,
+	});
+	for (let i = 0; i < 20; i++) await send(accounts[0] as string, accounts[1] as string, BigInt(i + 1));
+	await follower.step();
+});
+
+afterAll(async () => {
+	await follower?.stop();
+	await anvil?.stop();
+	await rm(root, { recursive: true, force: true });
+});
+
+describe.each([1, 3, 12])("a reorg %i blocks deep", (depth) => {
+	it("leaves every dataset equal to a fresh backfill of the canonical chain, orphans as ghosts", async () => {
+		// The orphaned branch: a transfer to an address that appears nowhere else.
+		const only = `0x${depth.toString(16).padStart(40, "e")}`;
+		await send(accounts[2] as string, only, 12345n);
+		for (let i = 1; i < depth; i++) await rpc("evm_mine", []);
+		const events = await follower.step();
+		expect(events.some((e) => e.type === "blocks")).toBe(true);
+		const top = await head();
+		const orphaned = await Promise.all(Array.from({ length: depth }, (_, i) => blockHash(top - i)));
+
+		await rpc("anvil_reorg", [depth, []]);
+		expect(await blockHash(top)).not.toBe(orphaned[0]);
+		const after = await follower.step();
+		const reorg = after.find((e) => e.type === "reorg");
+		expect(reorg, JSON.stringify(after)).toMatchObject({ type: "reorg", ancestor: top - depth });
+
+		const fresh = join(root, `fresh-${depth}`);
+		await backfillInto(fresh, anvil.url, CHAIN, { traces: "parity", partitionSize: 8 });
+		const [followed, canonical] = await Promise.all([datasetRows(dataDir, CHAIN), datasetRows(fresh, CHAIN)]);
+		for (const d of Object.keys(canonical)) expect(followed[d], d).toEqual(canonical[d]);
+		expect(JSON.stringify(followed.transfers)).not.toContain(only.slice(2));
+
+		const store = await createStore(dataDir);
+		const app = await buildApp({
+			store,
+			keyring: createKeyring({ path: join(root, "keys.json"), envKeys: ["k"] }),
+			dataDir,
+		});
+		try {
+			for (const hash of orphaned) {
+				const r = await app.inject({
+					url: `/eip155-${CHAIN}/v1/blocks/${hash}`,
+					headers: { authorization: "Bearer k" },
+				});
+				expect(r.statusCode, hash).toBe(200);
+				expect(r.json()).toMatchObject({ hash, ghost: true });
+			}
+			const latest = await app.inject({
+				url: `/eip155-${CHAIN}/v1/blocks/latest`,
+				headers: { authorization: "Bearer k" },
+			});
+			expect(latest.json()).toMatchObject({ number: top, ghost: false, hash: await blockHash(top) });
+			const gone = await app.inject({
+				url: `/eip155-${CHAIN}/v1/address/${only}/transfers?asset_type=native`,
+				headers: { authorization: "Bearer k" },
+			});
+			expect(gone.json().items).toEqual([]);
+		} finally {
+			await app.close();
+			store.close();
+		}
+	});
+});
+
+describe("a reorg deeper than the finality depth", () => {
+	it("is refused as a node fault, not applied", async () => {
+		const before = await datasetRows(dataDir, CHAIN);
+		// Deeper than finality (15): the stored chain below the last final block changes.
+		await rpc("anvil_reorg", [18, []]);
+		const events = await follower.step();
+		expect(events[0]).toMatchObject({ type: "fault" });
+		expect(follower.stats.faults).toBeGreaterThan(0);
+		expect(await datasetRows(dataDir, CHAIN)).toEqual(before);
+	});
+});

@@ -1,0 +1,24 @@
+import { DATASETS } from "../../src/extract/rows.js";
+import { openViews } from "./anvil-chain.js";
+
+/**
+ * Every dataset of a chain's data folder as rows in chain order (what a reader sees through the
+ * manifest), for comparing two folders built different ways (followed vs backfilled).
+ */
+export async function datasetRows(dataDir: string, chainId: number): Promise<Record<string, unknown[]>> {
+	const views = await openViews(dataDir, chainId);
+	try {
+		const out: Record<string, unknown[]> = {};
+		for (const d of DATASETS) {
+			const key = d === "blocks" ? "number" : "id";
+			try {
+				out[d] = await views.rows(`SELECT * FROM ${d} ORDER BY ${key}`);
+			} catch {
+				out[d] = [];
+			}
+		}
+		return out;
+	} finally {
+		views.close();
+	}
+}
