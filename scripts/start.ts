@@ -3,7 +3,7 @@
  * - Default: starts a local anvil chain (chain id 31337), deploys the workload contracts, keeps
  *   generating mixed activity (native, ERC-20/721/1155, internal transfers, CREATE/CREATE2,
  *   reverts), backfills it into data/demo/, follows the head and serves the API on :8080.
- *   data/demo/ is a fresh demo chain each start, so it is wiped first.
+ *   data/demo/ (or CHAINLAKE_DEMO_DIR) is a fresh demo chain each start, so it is wiped first.
  * - With CHAINLAKE_RPC_URL set: follows that chain instead (from CHAINLAKE_START_BLOCK, default
  *   the head minus 100) into CHAINLAKE_DATA_DIR (default data/), and serves it.
  * Prints the base URL, a demo API key, the docs URL and curl commands that return data.
@@ -46,7 +46,7 @@ if (external) {
 	const head = await ethBlockNumber(rpc);
 	startBlock = Number(process.env.CHAINLAKE_START_BLOCK ?? Math.max(0, head - 100));
 } else {
-	dataDir = join("data", "demo");
+	dataDir = process.env.CHAINLAKE_DEMO_DIR ?? join("data", "demo");
 	rmSync(dataDir, { recursive: true, force: true });
 	logger.info("starting a local anvil chain and the demo workload…");
 	anvil = await startAnvil({ chainId: 31337 });
