@@ -12,6 +12,7 @@ const { values } = parseArgs({
 		follow: { type: "string", multiple: true },
 		"finality-depth": { type: "string", default: "12" },
 		"poll-ms": { type: "string", default: "1000" },
+		"partition-size": { type: "string", default: "1000" },
 	},
 });
 if (!values.follow?.length) {
@@ -26,6 +27,7 @@ try {
 		logger,
 		finalityDepth: Number(values["finality-depth"]),
 		pollMs: Number(values["poll-ms"]),
+		partitionSize: Number(values["partition-size"]),
 	});
 } catch (err) {
 	process.stderr.write(`${(err as Error).message}\n`);
