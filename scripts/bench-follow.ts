@@ -1,0 +1,72 @@
+/**
+ * Head lag: `npm run bench:follow [-- --blocks 60 --poll-ms 250]`. Serves a follower-fed API over
+ * a live anvil chain, mines a block of transactions every 500 ms, and times each block from
+ * the moment the node had it (eth_sendTransaction returned with automine) until
+ * /blocks/latest over HTTP answers it. Prints p50/p99/max.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { buildApp } from "../src/api/app.js";
+import { createKeyring } from "../src/api/keys.js";
+import { startFollowers } from "../src/follow/followers.js";
+import { createStore } from "../src/query/store.js";
+import { createLogger } from "../src/util/logger.js";
+import { startAnvil } from "../src/workload/anvil.js";
+
+const { values } = parseArgs({
+	options: { blocks: { type: "string", default: "60" }, "poll-ms": { type: "string", default: "250" } },
+});
+const anvil = await startAnvil({ chainId: 31337 });
+const dir = await mkdtemp(join(tmpdir(), "chainlake-bench-follow-"));
+const call = async (method: string, params: unknown[]) =>
+	(
+		(await (
+			await fetch(anvil.url, {
+				method: "POST",
+				headers: { "content-type": "application/json" },
+				body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+			})
+		).json()) as { result: unknown }
+	).result;
+const follow = startFollowers([{ chain: "eip155-31337", urls: [anvil.url] }], {
+	dataDir: dir,
+	logger: createLogger({ quiet: true }),
+	pollMs: Number(values["poll-ms"]),
+});
+try {
+	while (follow.sources.get("eip155-31337")?.stats.lastStepAt == null) await new Promise((r) => setTimeout(r, 20));
+	const store = await createStore(dir);
+	const app = await buildApp({
+		store,
+		keyring: createKeyring({ path: join(dir, "k.json"), envKeys: ["k"] }),
+		dataDir: dir,
+	});
+	const base = await app.listen({ port: 0, host: "127.0.0.1" });
+	const [from, to] = (await call("eth_accounts", [])) as string[];
+	const lags: number[] = [];
+	for (let i = 0; i < Number(values.blocks); i++) {
+		await call("eth_sendTransaction", [{ from, to, value: "0x1" }]);
+		const mined = performance.now();
+		const n = Number(await call("eth_blockNumber", []));
+		for (;;) {
+			const r = await fetch(`${base}/eip155-31337/v1/blocks/latest`, { headers: { authorization: "Bearer k" } });
+			if (((await r.json()) as { number?: number }).number === n) break;
+			await new Promise((r) => setTimeout(r, 5));
+		}
+		lags.push(performance.now() - mined);
+		await new Promise((r) => setTimeout(r, 500 - Math.min(500, performance.now() - mined)));
+	}
+	lags.sort((a, b) => a - b);
+	const q = (p: number) => (lags[Math.min(lags.length - 1, Math.floor(p * lags.length))] ?? 0).toFixed(0);
+	console.log(
+		`head lag over ${lags.length} blocks (poll every ${values["poll-ms"]} ms): p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`,
+	);
+	await app.close();
+	store.close();
+} finally {
+	await follow.stop();
+	await anvil.stop();
+	await rm(dir, { recursive: true, force: true });
+}
