@@ -60,9 +60,9 @@ export function createMetrics() {
 			metric("chainlake_http_request_duration_seconds", "histogram", "API request latency by route.");
 			for (const [route, h] of routes) {
 				const r = label(route);
-				BUCKETS.forEach((b, i) =>
-					out.push(`chainlake_http_request_duration_seconds_bucket{route="${r}",le="${b}"} ${h.counts[i]}`),
-				);
+				BUCKETS.forEach((b, i) => {
+					out.push(`chainlake_http_request_duration_seconds_bucket{route="${r}",le="${b}"} ${h.counts[i]}`);
+				});
 				out.push(`chainlake_http_request_duration_seconds_bucket{route="${r}",le="+Inf"} ${h.count}`);
 				out.push(`chainlake_http_request_duration_seconds_sum{route="${r}"} ${h.sum.toFixed(6)}`);
 				out.push(`chainlake_http_request_duration_seconds_count{route="${r}"} ${h.count}`);
