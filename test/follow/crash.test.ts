@@ -112,4 +112,49 @@ describe("follower crash and restart", () => {
 		expect(new Set(kills).size, JSON.stringify(kills)).toBeGreaterThan(2);
 		expect(kills.every((k) => k < head)).toBe(true);
 	});
+
+	it("SIGKILLed in the middle of handling a reorg, restarted, ends equal to a clean backfill", async () => {
+		const dir = join(root, "followed");
+		const call = async (method: string, params: unknown[]) =>
+			(
+				(await (
+					await fetch(anvil.url, {
+						method: "POST",
+						headers: { "content-type": "application/json" },
+						body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+					})
+				).json()) as { result: unknown }
+			).result;
+		const [from] = (await call("eth_accounts", [])) as string[];
+		// Two rounds: a reorg while the follower is down, then kills right after its first commits.
+		for (const extra of [0, 25]) {
+			await call("eth_sendTransaction", [{ from, to: `0x${"ab".repeat(20)}`, value: "0x7" }]);
+			await call("evm_mine", []);
+			await call("anvil_reorg", [2, []]);
+			const manifest = join(dir, `eip155-${CHAIN}`, "_manifest.json");
+			const before = readFileSync(manifest, "utf8");
+			const child = follow(dir);
+			const exited = new Promise((r) => child.on("exit", r));
+			const deadline = Date.now() + 30_000;
+			while (readFileSync(manifest, "utf8") === before && Date.now() < deadline)
+				await new Promise((r) => setTimeout(r, 2));
+			await new Promise((r) => setTimeout(r, extra));
+			child.kill("SIGKILL");
+			await exited;
+		}
+		const head = Number(await call("eth_blockNumber", []));
+		const child = follow(dir);
+		const exited = new Promise((r) => child.on("exit", r));
+		const deadline = Date.now() + 60_000;
+		while (storedHead(dir) < head && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+		await new Promise((r) => setTimeout(r, 500));
+		child.kill("SIGTERM");
+		await exited;
+
+		const clean = join(root, "clean-after-reorgs");
+		await backfillInto(clean, anvil.url, CHAIN, { traces: "auto" });
+		const [followed, expected] = await Promise.all([datasetRows(dir, CHAIN), datasetRows(clean, CHAIN)]);
+		for (const d of Object.keys(expected)) expect(followed[d], d).toEqual(expected[d]);
+		expect(JSON.stringify(followed.transfers)).not.toContain("ab".repeat(20));
+	});
 });
