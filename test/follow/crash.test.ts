@@ -8,6 +8,7 @@ import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { spawnScript } from "../helpers/cli.js";
 import { datasetRows } from "../helpers/compare.js";
+import { nodeCall } from "../helpers/node-rpc.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
 
 /**
@@ -31,6 +32,8 @@ afterAll(async () => {
 	await anvil?.stop();
 	await rm(root, { recursive: true, force: true });
 });
+
+const call = (method: string, params: unknown[]) => nodeCall(anvil.url, method, params);
 
 function storedHead(dir: string): number {
 	try {
@@ -56,13 +59,7 @@ describe("follower crash and restart", () => {
 		// catch-up, in head appends and in compactions alike.
 		let producing = true;
 		const producer = (async () => {
-			const call = (method: string, params: unknown[]) =>
-				fetch(anvil.url, {
-					method: "POST",
-					headers: { "content-type": "application/json" },
-					body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-				}).then((r) => r.json() as Promise<{ result: unknown }>);
-			const [from, to] = (await call("eth_accounts", [])).result as string[];
+			const [from, to] = (await call("eth_accounts", [])) as string[];
 			while (producing) {
 				await call("eth_sendTransaction", [{ from, to, value: "0x1" }]);
 				await new Promise((r) => setTimeout(r, 60));
@@ -83,17 +80,7 @@ describe("follower crash and restart", () => {
 		}
 		producing = false;
 		await producer;
-		const head = Number(
-			(
-				(await (
-					await fetch(anvil.url, {
-						method: "POST",
-						headers: { "content-type": "application/json" },
-						body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
-					})
-				).json()) as { result: string }
-			).result,
-		);
+		const head = Number(await call("eth_blockNumber", []));
 		// Let it finish: restart and wait until it has stored the node's head, then stop it cleanly.
 		const child = follow(dir);
 		const exited = new Promise((r) => child.on("exit", r));
@@ -115,16 +102,6 @@ describe("follower crash and restart", () => {
 
 	it("SIGKILLed in the middle of handling a reorg, restarted, ends equal to a clean backfill", async () => {
 		const dir = join(root, "followed");
-		const call = async (method: string, params: unknown[]) =>
-			(
-				(await (
-					await fetch(anvil.url, {
-						method: "POST",
-						headers: { "content-type": "application/json" },
-						body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-					})
-				).json()) as { result: unknown }
-			).result;
 		const [from] = (await call("eth_accounts", [])) as string[];
 		// Two rounds: a reorg while the follower is down, then kills right after its first commits.
 		for (const extra of [0, 25]) {

@@ -8,6 +8,7 @@ import { startFollowers } from "../../src/follow/followers.js";
 import { createStore } from "../../src/query/store.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { nodeCall } from "../helpers/node-rpc.js";
 
 /** The service with a follower on a live anvil: mined blocks show up through the API. */
 const CHAIN = 31337;
@@ -18,14 +19,7 @@ let follow: ReturnType<typeof startFollowers>;
 let app: Awaited<ReturnType<typeof buildApp>>;
 let store: Awaited<ReturnType<typeof createStore>>;
 
-async function rpc(method: string, params: unknown[]) {
-	const res = await fetch(anvil.url, {
-		method: "POST",
-		headers: { "content-type": "application/json" },
-		body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-	});
-	return ((await res.json()) as { result: unknown }).result;
-}
+const rpc = (method: string, params: unknown[]) => nodeCall(anvil.url, method, params);
 
 beforeAll(async () => {
 	anvil = await startAnvil({ chainId: CHAIN });

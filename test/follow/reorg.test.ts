@@ -12,6 +12,7 @@ import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { datasetRows } from "../helpers/compare.js";
+import { nodeCall } from "../helpers/node-rpc.js";
 
 /**
  * Reorgs on a real anvil node (`anvil_reorg`) at depths 1, 3 and 12, each with a transfer that
@@ -25,16 +26,7 @@ let dataDir: string;
 let follower: ReturnType<typeof createFollower>;
 let accounts: string[];
 
-async function rpc(method: string, params: unknown[]) {
-	const res = await fetch(anvil.url, {
-		method: "POST",
-		headers: { "content-type": "application/json" },
-		body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-	});
-	const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-	if (body.error) throw new Error(`${method}: ${body.error.message}`);
-	return body.result;
-}
+const rpc = (method: string, params: unknown[]) => nodeCall(anvil.url, method, params);
 
 const send = (from: string, to: string, wei: bigint) =>
 	rpc("eth_sendTransaction", [{ from, to, value: `0x${wei.toString(16)}` }]);
