@@ -9,7 +9,7 @@ import { acquireWriteLock } from "../store/lock.js";
 import { loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
 import { createParquetWriter } from "../store/parquet-writer.js";
 import type { ChainRef } from "../util/chain.js";
-import { ChainlakeError, ConsistencyError, UserInputError } from "../util/errors.js";
+import { ChainlakeError, UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 import { createRangeFetcher, type Link } from "./fetch-range.js";
 import { createProgress } from "./progress.js";
@@ -148,15 +148,6 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 
 /** Parent hashes must chain through the chunk and onto the chunks already stored around it. */
 function checkChain(links: Link[], manifest: Manifest, from: number, to: number): void {
-	for (let i = 1; i < links.length; i++) {
-		const prev = links[i - 1];
-		const cur = links[i];
-		if (prev && cur && cur.parentHash !== prev.hash) {
-			throw new ConsistencyError(
-				`block ${cur.number}'s parent hash ${cur.parentHash} is not block ${prev.number}'s hash ${prev.hash}: the node reorganized mid-fetch; run the backfill again`,
-			);
-		}
-	}
 	const first = links[0];
 	const last = links[links.length - 1];
 	const before = manifest.chunks.find((c) => c.to === from - 1);

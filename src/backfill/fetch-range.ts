@@ -8,6 +8,9 @@ import type { Logger } from "../util/logger.js";
 /** A block whose responses disagree (node mid-reorg, lagging replica) is fetched again this often. */
 const BLOCK_ATTEMPTS = 4;
 
+/** A fetched range whose blocks do not chain: the node switched branches while it was fetched. */
+export class ChainBreakError extends ConsistencyError {}
+
 /** What chain checks need of a block; the raw responses are dropped once decoded. */
 export interface Link {
 	number: number;
@@ -23,7 +26,8 @@ export interface FetchedRange {
 
 /**
  * Fetches and decodes block ranges, `concurrency` blocks at a time (their requests share
- * batches). Used by the backfill and the head follower alike.
+ * batches), and checks that each range's blocks chain by parent hash. Used by the backfill and
+ * the head follower alike.
  */
 export function createRangeFetcher({
 	rpc,
@@ -66,7 +70,18 @@ export function createRangeFetcher({
 			}
 		};
 		await Promise.all(Array.from({ length: Math.min(concurrency, to - from + 1) }, worker));
-		return { links: out.map((o) => o.link), rows: mergeRows(out.map((o) => o.rows)) };
+		const links = out.map((o) => o.link);
+		// Blocks fetched in parallel must still form one chain: a reorg mid-fetch mixes branches.
+		for (let i = 1; i < links.length; i++) {
+			const prev = links[i - 1] as Link;
+			const cur = links[i] as Link;
+			if (cur.parentHash !== prev.hash) {
+				throw new ChainBreakError(
+					`block ${cur.number}'s parent hash ${cur.parentHash} is not block ${prev.number}'s hash ${prev.hash}: the node reorganized mid-fetch; fetch the range again`,
+				);
+			}
+		}
+		return { links, rows: mergeRows(out.map((o) => o.rows)) };
 	}
 
 	return { fetchRange };

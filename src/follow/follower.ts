@@ -1,11 +1,11 @@
 import { rm } from "node:fs/promises";
-import { createRangeFetcher, type Link } from "../backfill/fetch-range.js";
+import { ChainBreakError, createRangeFetcher, type FetchedRange, type Link } from "../backfill/fetch-range.js";
 import type { TraceFormat } from "../extract/extract-block.js";
 import { ethBlockNumber, ethGetBlockHash } from "../rpc/actions.js";
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { removeUnlisted, replaceChunks, writeChunkFiles } from "../store/chunk-store.js";
-import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
+import { alignedChunks, chainDir, partitionFileName, partitionPath } from "../store/layout.js";
 import { acquireWriteLock } from "../store/lock.js";
 import { type ChunkEntry, GHOST_DATASET, loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
 import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
@@ -148,13 +148,21 @@ export function createFollower(opts: FollowerOptions) {
 		to: number,
 		head: number,
 	): Promise<FollowEvent | null> {
-		const { links, rows } = await fetcher.fetchRange(from, to, s.traces);
-		const before = s.manifest.chunks.find((c) => c.to === from - 1);
-		if (!chained(links, before?.last_hash)) {
-			// The node moved under us mid-fetch; the next step's reorg check sorts it out.
+		// The node moved under us mid-fetch: the next step's reorg check sorts it out.
+		const moved = () => {
 			logger.warn(`blocks ${from}..${to} do not chain onto the stored data; retrying next step`);
 			return null;
+		};
+		let fetched: FetchedRange;
+		try {
+			fetched = await fetcher.fetchRange(from, to, s.traces);
+		} catch (err) {
+			if (err instanceof ChainBreakError) return moved();
+			throw err;
 		}
+		const { links, rows } = fetched;
+		const before = s.manifest.chunks.find((c) => c.to === from - 1);
+		if (before && links[0]?.parentHash !== before.last_hash) return moved();
 		const lastFinal = head - finality;
 		const ranges = [
 			...(from <= lastFinal ? alignedChunks(from, Math.min(to, lastFinal), partitionSize) : []),
@@ -213,11 +221,9 @@ export function createFollower(opts: FollowerOptions) {
 				? `hash NOT IN (${[...canonical].map((h) => `'${h.replace(/[^0-9a-fx]/g, "")}'`).join(", ")})`
 				: "true";
 		await s.writer.merge("blocks", blockFiles, partitionPath(dataDir, chain.id, GHOST_DATASET, tag), keep);
+		const ghostName = partitionFileName(GHOST_DATASET, tag);
 		s.manifest.ghosts = [
-			...(s.manifest.ghosts ?? []).filter(
-				(g) =>
-					partitionPath(dataDir, chain.id, GHOST_DATASET, g) !== partitionPath(dataDir, chain.id, GHOST_DATASET, tag),
-			),
+			...(s.manifest.ghosts ?? []).filter((g) => partitionFileName(GHOST_DATASET, g) !== ghostName),
 			tag,
 		];
 		retire(await replaceChunks(dataDir, s.manifest, orphaned, []));
@@ -298,12 +304,4 @@ export function createFollower(opts: FollowerOptions) {
 			state = null;
 		},
 	};
-}
-
-function chained(links: Link[], storedParent: string | undefined): boolean {
-	for (let i = 0; i < links.length; i++) {
-		const parent = i === 0 ? storedParent : links[i - 1]?.hash;
-		if (parent !== undefined && links[i]?.parentHash !== parent) return false;
-	}
-	return true;
 }
