@@ -52,6 +52,28 @@ const follow = (dir: string) =>
 		...["--finality-depth", "3", "--poll-ms", "20", "--partition-size", "4"],
 	]);
 
+/**
+ * Restarts the follower, lets it store the node's head, stops it cleanly, and checks every
+ * dataset against a clean backfill into `cleanName`. Returns the head it caught up to.
+ */
+async function finishAndCompare(dir: string, cleanName: string): Promise<number> {
+	const head = Number(await call("eth_blockNumber", []));
+	const child = follow(dir);
+	const exited = new Promise((r) => child.on("exit", r));
+	const deadline = Date.now() + 60_000;
+	while (storedHead(dir) < head && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+	await new Promise((r) => setTimeout(r, 500));
+	child.kill("SIGTERM");
+	await exited;
+	expect(storedHead(dir)).toBe(head);
+
+	const clean = join(root, cleanName);
+	await backfillInto(clean, anvil.url, CHAIN, { traces: "auto" });
+	const [followed, expected] = await Promise.all([datasetRows(dir, CHAIN), datasetRows(clean, CHAIN)]);
+	for (const d of Object.keys(expected)) expect(followed[d], d).toEqual(expected[d]);
+	return head;
+}
+
 describe("follower crash and restart", () => {
 	it("SIGKILLed at several points, restarted, ends equal to a clean backfill", async () => {
 		const dir = join(root, "followed");
@@ -80,21 +102,7 @@ describe("follower crash and restart", () => {
 		}
 		producing = false;
 		await producer;
-		const head = Number(await call("eth_blockNumber", []));
-		// Let it finish: restart and wait until it has stored the node's head, then stop it cleanly.
-		const child = follow(dir);
-		const exited = new Promise((r) => child.on("exit", r));
-		const deadline = Date.now() + 60_000;
-		while (storedHead(dir) < head && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-		await new Promise((r) => setTimeout(r, 500));
-		child.kill("SIGTERM");
-		await exited;
-		expect(storedHead(dir)).toBe(head);
-
-		const clean = join(root, "clean");
-		await backfillInto(clean, anvil.url, CHAIN, { traces: "auto" });
-		const [followed, expected] = await Promise.all([datasetRows(dir, CHAIN), datasetRows(clean, CHAIN)]);
-		for (const d of Object.keys(expected)) expect(followed[d], d).toEqual(expected[d]);
+		const head = await finishAndCompare(dir, "clean");
 		// The kills landed at different points of the run, each before it had caught up.
 		expect(new Set(kills).size, JSON.stringify(kills)).toBeGreaterThan(2);
 		expect(kills.every((k) => k < head)).toBe(true);
@@ -119,19 +127,8 @@ describe("follower crash and restart", () => {
 			child.kill("SIGKILL");
 			await exited;
 		}
-		const head = Number(await call("eth_blockNumber", []));
-		const child = follow(dir);
-		const exited = new Promise((r) => child.on("exit", r));
-		const deadline = Date.now() + 60_000;
-		while (storedHead(dir) < head && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-		await new Promise((r) => setTimeout(r, 500));
-		child.kill("SIGTERM");
-		await exited;
-
-		const clean = join(root, "clean-after-reorgs");
-		await backfillInto(clean, anvil.url, CHAIN, { traces: "auto" });
-		const [followed, expected] = await Promise.all([datasetRows(dir, CHAIN), datasetRows(clean, CHAIN)]);
-		for (const d of Object.keys(expected)) expect(followed[d], d).toEqual(expected[d]);
+		await finishAndCompare(dir, "clean-after-reorgs");
+		const followed = await datasetRows(dir, CHAIN);
 		expect(JSON.stringify(followed.transfers)).not.toContain("ab".repeat(20));
 	});
 });
