@@ -1,31 +1,58 @@
 /**
  * `npm run serve -- --data-dir data --port 8080 [--follow eip155-1=<rpc url> ...]`: the HTTP API
  * over the Parquet files, optionally following chains' heads in the same process (see README).
+ * `--rate-limit <n>` / `--rate-burst <n>` (CHAINLAKE_RATE_LIMIT / CHAINLAKE_RATE_BURST): requests
+ * per second per API key, default 50, 0 = off, and the burst, default twice the rate;
+ * `--max-response-mb <n>` (CHAINLAKE_MAX_RESPONSE_MB): the largest list answer, default 32.
+ * Deadlines for slow clients are buildApp's defaults (src/api/server-timeouts.ts).
  */
 import { parseArgs } from "node:util";
 import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
 import { keysPath } from "../src/api/keys-path.js";
+import { parseRateLimit, type RateLimitOptions } from "../src/api/rate-limit.js";
 import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { createStore } from "../src/query/store.js";
 import { createLogger } from "../src/util/logger.js";
 
-const { values } = parseArgs({
-	options: {
-		"data-dir": { type: "string", default: process.env.CHAINLAKE_DATA_DIR ?? "data" },
-		port: { type: "string", default: process.env.PORT ?? "8080" },
-		host: { type: "string", default: process.env.HOST ?? "127.0.0.1" },
-		"base-path": { type: "string", default: process.env.CHAINLAKE_BASE_PATH ?? "" },
-		"keys-file": { type: "string" },
-		follow: { type: "string", multiple: true },
-		"finality-depth": { type: "string", default: "12" },
-		"poll-ms": { type: "string", default: "1000" },
-	},
-});
+const options = {
+	"data-dir": { type: "string", default: process.env.CHAINLAKE_DATA_DIR ?? "data" },
+	port: { type: "string", default: process.env.PORT ?? "8080" },
+	host: { type: "string", default: process.env.HOST ?? "127.0.0.1" },
+	"base-path": { type: "string", default: process.env.CHAINLAKE_BASE_PATH ?? "" },
+	"keys-file": { type: "string" },
+	follow: { type: "string", multiple: true },
+	"finality-depth": { type: "string", default: "12" },
+	"poll-ms": { type: "string", default: "1000" },
+	// Requests per second per API key (0 = no limit) and the burst a key may send at once.
+	"rate-limit": { type: "string", default: process.env.CHAINLAKE_RATE_LIMIT ?? "" },
+	"rate-burst": { type: "string", default: process.env.CHAINLAKE_RATE_BURST ?? "" },
+	"max-response-mb": { type: "string", default: process.env.CHAINLAKE_MAX_RESPONSE_MB || "32" },
+} as const;
+let values: ReturnType<typeof parseArgs<{ options: typeof options }>>["values"];
+try {
+	({ values } = parseArgs({ options }));
+} catch (err) {
+	// An unknown flag, or a value that looks like a flag (--rate-limit -1: write --rate-limit=-1).
+	process.stderr.write(`${(err as Error).message}\n`);
+	process.exit(2);
+}
 const dataDir = values["data-dir"] as string;
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
 	process.stderr.write(`--port must be a port number (0-65535), got ${values.port}\n`);
+	process.exit(2);
+}
+let rateLimit: RateLimitOptions;
+try {
+	rateLimit = parseRateLimit(values["rate-limit"], values["rate-burst"]);
+} catch (err) {
+	process.stderr.write(`${(err as Error).message}\n`);
+	process.exit(2);
+}
+const maxResponseMb = Number(values["max-response-mb"]);
+if (!Number.isFinite(maxResponseMb) || maxResponseMb <= 0) {
+	process.stderr.write(`--max-response-mb must be a size in MiB above 0, got ${values["max-response-mb"]}\n`);
 	process.exit(2);
 }
 const logger = createLogger({});
@@ -53,10 +80,17 @@ const app = await buildApp({
 	basePath: values["base-path"],
 	followers: follow.sources,
 	logger: { level: process.env.LOG_LEVEL ?? "info", redact: ["req.headers.authorization"] },
+	rateLimit,
+	maxResponseBytes: Math.round(maxResponseMb * 1024 * 1024),
 });
 const address = await app.listen({ port, host: values.host });
 app.log.info(
 	`chainlake API on ${address}${values["base-path"]}: chains ${store.chains().join(", ") || "none yet"}; docs at ${address}/docs`,
+);
+app.log.info(
+	rateLimit.perSecond > 0
+		? `rate limit per API key: ${rateLimit.perSecond}/s, bursts of ${rateLimit.burst}`
+		: "rate limit: off (--rate-limit 0)",
 );
 if (keyring.count() === 0)
 	app.log.warn("no API keys yet: create one with npm run keys -- create, or set CHAINLAKE_API_KEYS");

@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
 import { keysPath } from "../src/api/keys-path.js";
+import { parseRateLimit } from "../src/api/rate-limit.js";
 import { createBackfill } from "../src/backfill/backfill.js";
 import { startFollowers } from "../src/follow/followers.js";
 import { createStore } from "../src/query/store.js";
@@ -92,6 +93,8 @@ const app = await buildApp({
 	keyring: createKeyring({ path: keysPath(dataDir), envKeys: [demoKey] }),
 	dataDir,
 	followers: follow.sources,
+	// The same per-key limit as `npm run serve` (CHAINLAKE_RATE_LIMIT / CHAINLAKE_RATE_BURST to change it).
+	rateLimit: parseRateLimit(process.env.CHAINLAKE_RATE_LIMIT, process.env.CHAINLAKE_RATE_BURST),
 	logger: { level: process.env.LOG_LEVEL ?? "warn", redact: ["req.headers.authorization"] },
 });
 const address = await app.listen({ port: PORT, host: HOST });

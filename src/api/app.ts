@@ -8,17 +8,23 @@ import Fastify, {
 	LogController,
 } from "fastify";
 import { jsonSchemaTransform, validatorCompiler } from "fastify-type-provider-zod";
+import { QueryTimeoutError } from "../query/query-timeout-error.js";
 import type { Store } from "../query/store.js";
 import { authenticate } from "./auth.js";
-import { ApiError, errorBody } from "./errors.js";
+import { clientErrorHandler } from "./client-errors.js";
+import { ApiError, errorBody, errorSummary } from "./errors.js";
 import type { Keyring } from "./keys.js";
 import { createMetrics, type FollowSource } from "./metrics.js";
+import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./rate-limit.js";
 import { stringifyExact } from "./records.js";
 import { addressRoutes } from "./routes/address.js";
 import { blockRoutes } from "./routes/blocks.js";
 import { contractRoutes } from "./routes/contracts.js";
 import { healthRoutes } from "./routes/health.js";
 import { txRoutes } from "./routes/txs.js";
+import { securityHeaders } from "./security-headers.js";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "./send-list.js";
+import { DEFAULT_TIMEOUTS, type ServerTimeouts, timeoutOptions } from "./server-timeouts.js";
 
 export interface AppOptions {
 	store: Store;
@@ -29,6 +35,15 @@ export interface AppOptions {
 	/** Head followers running in this process, by chain, for /metrics and /readyz. */
 	followers?: Map<string, FollowSource>;
 	logger?: FastifyServerOptions["logger"];
+	/**
+	 * Requests per second and burst per API key; absent or perSecond 0: no limit. Off by default
+	 * here so tests and benchmarks are not throttled; scripts/serve.ts turns it on (50/s, 100).
+	 */
+	rateLimit?: RateLimitOptions;
+	/** Largest list answer sent, in bytes (default 32 MiB); a bigger page is a 400 RESPONSE_TOO_LARGE. */
+	maxResponseBytes?: number;
+	/** Deadlines for slow clients and slow handlers (defaults in server-timeouts.ts). */
+	timeouts?: Partial<ServerTimeouts>;
 }
 
 /**
@@ -36,6 +51,7 @@ export interface AppOptions {
  * through one error handler with the body of api-contract.md §3.
  */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+	const timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
 	const app = Fastify({
 		logger: opts.logger ?? false,
 		// One log line per request, written by the onResponse hook below.
@@ -43,6 +59,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		// Query strings like ?contract=a&contract=b arrive as arrays, which the schemas refuse.
 		routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
 		bodyLimit: 1024,
+		...timeoutOptions(timeouts),
+		clientErrorHandler,
 		// Errors raised before routing (a path parameter too long, a malformed URL) get the same body.
 		frameworkErrors: (err, _req, reply) => {
 			const message =
@@ -57,6 +75,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	const metrics = createMetrics();
 	const ctx = { store: opts.store, keyring: opts.keyring, metrics, followers: opts.followers ?? new Map() };
 	const base = opts.basePath ?? "";
+	const limiter = opts.rateLimit && opts.rateLimit.perSecond > 0 ? createRateLimiter(opts.rateLimit) : null;
+	app.decorate("maxResponseBytes", opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+	// First, so every route registered below (docs included) inherits the headers hook.
+	securityHeaders(app, base);
 
 	await app.register(swagger, {
 		openapi: {
@@ -81,10 +103,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
 	// Data routes (/{chain}/v1/...) need a key, checked before anything else about the request;
-	// health, readiness and the docs do not. Decided on the matched route, not the raw URL, which
-	// may spell the same route with percent-escapes.
-	app.addHook("onRequest", async (req) => {
-		if (req.routeOptions.url?.includes("/:chain_id/v1/")) authenticate(ctx.keyring, req.headers.authorization);
+	// health, readiness and the docs do not, nor do CORS preflights (OPTIONS: browsers never send
+	// credentials on them). Decided on the matched route, not the raw URL, which may spell the same
+	// route with percent-escapes. The rate limit comes after the key check: a request without a
+	// valid key never touches anyone's bucket.
+	app.addHook("onRequest", async (req, reply) => {
+		if (!req.routeOptions.url?.includes("/:chain_id/v1/") || req.method === "OPTIONS") return;
+		const identity = authenticate(ctx.keyring, req.headers.authorization);
+		if (limiter) enforceRateLimit(limiter, identity, reply);
 	});
 
 	app.addHook("onResponse", async (req, reply) => {
@@ -105,6 +131,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			if (err.statusCode === 401) reply.header("WWW-Authenticate", 'Bearer realm="chainlake"');
 			return reply.code(err.statusCode).send(errorBody(err.statusCode, err.code, err.message));
 		}
+		// Query budget (src/query/store.ts): the request asked for too much work, so say how to ask for less.
+		if (err instanceof QueryTimeoutError) {
+			req.log.warn({ route: req.routeOptions.url, budgetMs: err.budgetMs }, "query budget exceeded");
+			const message = `the query ran past its ${err.budgetMs} ms time budget and was stopped: narrow the block range (block_number_start/block_number_end or timestamp_start/timestamp_end), lower limit or add filters, then retry`;
+			return reply.code(503).send(errorBody(503, err.code, message));
+		}
 		const fe = err as FastifyError & { validation?: { instancePath?: string; message?: string; params?: unknown }[] };
 		if (fe.validation) {
 			return reply.code(400).send(errorBody(400, "INVALID_PARAMETER", validationMessage(fe, req.routeOptions.url)));
@@ -112,7 +144,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
 			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, fe.code ?? "BAD_REQUEST", fe.message));
 		}
-		req.log.error({ err }, "request failed");
+		// The backstop behind the query budget: waiting for a free connection counts here too.
+		if (fe.code === "FST_ERR_HANDLER_TIMEOUT") {
+			req.log.warn({ route: req.routeOptions.url ?? null }, "request timed out");
+			const message = `no answer within ${timeouts.handlerMs / 1000} s (the server is busy, or the request asks for a lot): retry later, or narrow the range or lower limit`;
+			return reply.code(503).send(errorBody(503, "TIMEOUT", message));
+		}
+		// Not the error object: its stack and message can name files and quote SQL (errorSummary).
+		req.log.error({ error: errorSummary(err) }, "request failed");
 		return reply
 			.code(500)
 			.send(errorBody(500, "INTERNAL", `internal error; quote request id ${req.id} when reporting it`));

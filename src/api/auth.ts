@@ -1,5 +1,5 @@
 import { ApiError } from "./errors.js";
-import type { Keyring } from "./keys.js";
+import { hashKey, type Keyring } from "./keys.js";
 
 const HOW = "send Authorization: Bearer <key> (or Basic auth with the key as username and an empty password)";
 
@@ -21,8 +21,13 @@ export function keyFromHeader(header: string | undefined): string {
 	return key;
 }
 
-export function authenticate(keyring: Keyring, header: string | undefined): void {
+/**
+ * Checks the request's key; returns who is calling as the key's SHA-256 (hex), so what is kept
+ * per caller (rate-limit buckets) is keyed by the hash, never by the key.
+ */
+export function authenticate(keyring: Keyring, header: string | undefined): string {
 	const key = keyFromHeader(header);
 	if (!keyring.verify(key))
 		throw new ApiError(401, "INVALID_API_KEY", "unknown or revoked API key: create one with npm run keys -- create");
+	return hashKey(key).toString("hex");
 }

@@ -7,12 +7,11 @@ export interface ResolvedRange {
 	end: number;
 }
 
-/** The newest block stored for a chain; 503 while there is none. */
+/** The newest block stored for a chain (from the manifest, no file read); 503 while there is none. */
 export async function headBlock(db: Snapshot): Promise<number> {
-	const [row] = await db.query("SELECT max(number) AS head FROM {blocks}");
-	if (row?.head == null)
-		throw new ApiError(503, "NO_DATA", `${db.chain} has no blocks stored yet; run a backfill first`);
-	return Number(row.head);
+	const head = db.head();
+	if (head == null) throw new ApiError(503, "NO_DATA", `${db.chain} has no blocks stored yet; run a backfill first`);
+	return head;
 }
 
 /**

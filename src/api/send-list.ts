@@ -1,7 +1,18 @@
 import { Readable } from "node:stream";
 import { Float64, Table, tableToIPC, Utf8, vectorFromArray } from "apache-arrow";
 import type { FastifyReply } from "fastify";
+import { ApiError } from "./errors.js";
 import { stringifyExact } from "./records.js";
+
+/** Default cap on one list answer: 1000 items of the widest records stay well below it. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+declare module "fastify" {
+	interface FastifyInstance {
+		/** The largest list answer this app sends, in bytes (AppOptions.maxResponseBytes). */
+		maxResponseBytes: number;
+	}
+}
 
 export type ListFormat = "json" | "ndjson" | "csv" | "arrow";
 
@@ -30,26 +41,62 @@ export function listFormat(format: ListFormat | undefined, accept: string | unde
  * Sends a list in the chosen format. The JSON envelope carries the paging state in its body;
  * the other formats carry one item per line/row and the same state in headers
  * (X-Has-More, X-Next-Offset, X-Start-Block, X-End-Block), so a client pages them alike.
+ * The body is built whole first, so one larger than the app's maxResponseBytes is refused with
+ * a 400 before anything is sent.
  */
 export function sendList(reply: FastifyReply, format: ListFormat | undefined, body: ListBody) {
 	const chosen = listFormat(format, reply.request.headers.accept);
-	if (chosen === "json") return reply.send(body);
-	reply
+	const cap = reply.server.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+	if (chosen === "json") {
+		const text = stringifyExact(body);
+		checkSize(Buffer.byteLength(text), cap, body.items.length);
+		return reply.type("application/json; charset=utf-8").send(text);
+	}
+	let payload: Readable | Buffer;
+	if (chosen === "ndjson") {
+		const lines = body.items.map((item) => `${stringifyExact(item)}\n`);
+		checkSize(byteLength(lines), cap, body.items.length);
+		payload = Readable.from(lines);
+	} else {
+		const rows = body.items.map((item) => flatten(item));
+		const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+		if (chosen === "csv") {
+			const lines = [columns.join(","), ...rows.map((r) => columns.map((c) => csvCell(r[c])).join(","))].map(
+				(l) => `${l}\n`,
+			);
+			checkSize(byteLength(lines), cap, body.items.length);
+			payload = Readable.from(lines);
+		} else {
+			payload = Buffer.from(tableToIPC(arrowTable(columns, rows), "stream"));
+			checkSize(payload.length, cap, body.items.length);
+		}
+	}
+	return reply
 		.header("X-Has-More", String(body.range.has_more))
 		.header("X-Next-Offset", body.range.next_offset ?? "")
 		.header("X-Start-Block", String(body.range.start_block))
 		.header("X-End-Block", String(body.range.end_block))
-		.type(MEDIA[chosen]);
-	if (chosen === "ndjson") {
-		return reply.send(Readable.from(body.items.map((item) => `${stringifyExact(item)}\n`)));
-	}
-	const rows = body.items.map((item) => flatten(item));
-	const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-	if (chosen === "csv") {
-		const lines = [columns.join(","), ...rows.map((r) => columns.map((c) => csvCell(r[c])).join(","))];
-		return reply.send(Readable.from(lines.map((l) => `${l}\n`)));
-	}
-	return reply.send(Buffer.from(tableToIPC(arrowTable(columns, rows), "stream")));
+		.type(MEDIA[chosen])
+		.send(payload);
+}
+
+const byteLength = (lines: string[]) => lines.reduce((n, l) => n + Buffer.byteLength(l), 0);
+
+const mib = (n: number) => `${(n / 1024 / 1024).toFixed(n < 1024 * 1024 ? 3 : 1)} MiB`;
+
+/** A 400 RESPONSE_TOO_LARGE saying how many items would fit, when `size` is above `cap`. */
+function checkSize(size: number, cap: number, items: number) {
+	if (size <= cap) return;
+	const fits = Math.floor((items * cap) / size);
+	const how =
+		fits >= 1
+			? `lower limit to ${fits} or less (this page has ${items} items) or narrow the range, and page on with offset`
+			: "a single item is larger than that: narrow the filters, or ask the operator to raise --max-response-mb";
+	throw new ApiError(
+		400,
+		"RESPONSE_TOO_LARGE",
+		`this page would be ${mib(size)}, above this server's ${mib(cap)} limit on one answer: ${how}`,
+	);
 }
 
 /** Nested objects become dotted columns; arrays and bigints become exact JSON text. */

@@ -4,7 +4,7 @@ import type { TraceFormat } from "../extract/extract-block.js";
 import { ethBlockNumber, ethGetBlockHash } from "../rpc/actions.js";
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
-import { removeUnlisted, replaceChunks, writeChunkFiles } from "../store/chunk-store.js";
+import { deriveIndexes, removeUnlisted, replaceChunks, writeChunkFiles } from "../store/chunk-store.js";
 import { alignedChunks, chainDir, partitionFileName, partitionPath } from "../store/layout.js";
 import { acquireWriteLock } from "../store/lock.js";
 import { type ChunkEntry, GHOST_DATASET, loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
@@ -269,6 +269,7 @@ export function createFollower(opts: FollowerOptions) {
 				const files = run.map((c) => partitionPath(dataDir, chain.id, d, c));
 				merged.rows[d] = await s.writer.merge(d, files, partitionPath(dataDir, chain.id, d, merged));
 			}
+			await deriveIndexes(s.writer, dataDir, chain.id, merged);
 			retire(await replaceChunks(dataDir, s.manifest, run, [merged]));
 			return { type: "compact", from: merged.from, to: merged.to, files: run.length };
 		}

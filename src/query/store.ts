@@ -6,9 +6,19 @@ import {
 	type DuckDBValue,
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
+import { INDEXES, type IndexName } from "../store/indexes.js";
 import { manifestPath } from "../store/layout.js";
-import { GHOST_DATASET, ghostFiles, listedFiles, type Manifest, readManifestSafe } from "../store/manifest.js";
+import {
+	type ChunkEntry,
+	GHOST_DATASET,
+	ghostFiles,
+	listedFiles,
+	type Manifest,
+	readManifestSafe,
+} from "../store/manifest.js";
 import { SCHEMAS } from "../store/schema.js";
+import { lockDown } from "./lock-down.js";
+import { QueryTimeoutError } from "./query-timeout-error.js";
 import { chainsIn } from "./views.js";
 
 export type Row = Record<string, unknown>;
@@ -18,6 +28,17 @@ export type Params = Record<string, DuckDBValue>;
 const POOL_SIZE = 4;
 /** Prepared statements kept per connection (a few per route and filter combination). */
 const MAX_PREPARED = 256;
+/** Default time budget of a query, or of all the queries of one snapshot (one API request) together. */
+export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
+
+export interface StoreOptions {
+	/**
+	 * DuckDB time a query may use before it is interrupted and fails with QueryTimeoutError; a
+	 * snapshot's queries share one budget, so one API request cannot run longer than this in
+	 * total. Time spent waiting for a free connection does not count.
+	 */
+	queryTimeoutMs?: number;
+}
 
 export interface Store {
 	/** Chains with data, as `eip155-<n>`. */
@@ -27,12 +48,14 @@ export interface Store {
 	/**
 	 * Runs `sql` with bound parameters. `sql` names datasets as `{transfers}` etc.; the store
 	 * replaces them with the chain's own file list. Only the store builds SQL text, and only from
-	 * its own identifiers and paths: every user value arrives in `params`.
+	 * its own identifiers and paths: every user value arrives in `params`. Fails with
+	 * QueryTimeoutError past the time budget.
 	 */
 	query(chain: string, sql: string, params?: Params): Promise<Row[]>;
 	/**
 	 * The chain's files as of now, fixed: every query of one API request goes through one
 	 * snapshot, so a reorg or compaction committed meanwhile cannot show it a mix of states.
+	 * Its queries share one time budget.
 	 */
 	snapshot(chain: string): Snapshot;
 	close(): void;
@@ -41,7 +64,12 @@ export interface Store {
 export interface Snapshot {
 	chain: string;
 	hasDataset(dataset: DatasetName): boolean;
-	query(sql: string, params?: Params): Promise<Row[]>;
+	/** `window`: read only the files of chunks that overlap these blocks (see list.ts). */
+	query(sql: string, params?: Params, window?: readonly [number, number]): Promise<Row[]>;
+	/** The chunks stored, in block order. */
+	chunks(): readonly ChunkEntry[];
+	/** The newest block stored, or null while there is none. */
+	head(): number | null;
 }
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
@@ -51,9 +79,16 @@ const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
  * step): each `{dataset}` in a statement becomes `read_parquet([...])` over the files the chain's
  * manifest lists, so ranges a backfill appends are seen by the next query and a crashed run's
  * leftovers never are. Prepared statements are cached per connection (and per file list).
+ * DuckDB can reach no file outside `dataDir` (see lockDown), and no query runs past its budget.
  */
-export async function createStore(dataDir: string): Promise<Store> {
+export async function createStore(dataDir: string, options: StoreOptions = {}): Promise<Store> {
+	const budgetMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
+	// setTimeout fires at once for delays past 2^31-1 ms: refuse what it cannot time.
+	if (!Number.isInteger(budgetMs) || budgetMs < 1 || budgetMs > 2 ** 31 - 1) {
+		throw new Error(`queryTimeoutMs must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}, got ${budgetMs}`);
+	}
 	const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
+	await lockDown(instance, dataDir);
 	const idle: { conn: DuckDBConnection; prepared: Map<string, DuckDBPreparedStatement> }[] = [];
 	for (let i = 0; i < POOL_SIZE; i++) idle.push({ conn: await instance.connect(), prepared: new Map() });
 	const waiting: ((c: (typeof idle)[number]) => void)[] = [];
@@ -80,22 +115,48 @@ export async function createStore(dataDir: string): Promise<Store> {
 		manifests.set(chain, { stamp, manifest });
 		return manifest;
 	};
-	/** `{dataset}` → the files `manifest` lists, or a typed empty relation while there are none.
-	 * `{ghost_blocks}` is the reorged-out blocks, with the columns of blocks. */
-	const expand = (manifest: Manifest | null, sql: string) =>
+	/** `{dataset}` → the files `manifest` lists (of the chunks overlapping `window`, if given), or a
+	 * typed empty relation while there are none. `{ghost_blocks}` is the reorged-out blocks, with
+	 * the columns of blocks; an index (`{transfers_by_address}`) has its source's columns plus `address`. */
+	const expand = (manifest: Manifest | null, sql: string, window?: readonly [number, number]) =>
 		sql.replace(/\{([a-z_]+)\}/g, (whole, name: string) => {
 			const ghost = name === GHOST_DATASET;
-			if (!ghost && !DATASETS.includes(name as DatasetName)) return whole;
-			const files = ghost ? ghostFiles(dataDir, manifest) : listedFiles(dataDir, manifest, name as DatasetName);
+			const index = name in INDEXES ? INDEXES[name as IndexName] : undefined;
+			if (!ghost && !index && !DATASETS.includes(name as DatasetName)) return whole;
+			const files = ghost
+				? ghostFiles(dataDir, manifest)
+				: listedFiles(dataDir, manifest, name as DatasetName | IndexName, window);
 			if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
-			const schema = SCHEMAS[ghost ? "blocks" : (name as DatasetName)] as Record<string, readonly [string, string]>;
-			const columns = Object.entries(schema);
-			return `(SELECT ${columns.map(([c, [type]]) => `NULL::${type} AS "${c}"`).join(", ")} WHERE false)`;
+			const source = ghost ? "blocks" : (index?.source ?? (name as DatasetName));
+			const columns = Object.entries(SCHEMAS[source] as Record<string, readonly [string, string]>).map(
+				([c, [type]]) => `NULL::${type} AS "${c}"`,
+			);
+			if (index) columns.unshift(`NULL::VARCHAR AS "address"`);
+			return `(SELECT ${columns.join(", ")} WHERE false)`;
 		});
 
-	async function run(manifest: Manifest | null, sql: string, params: Params): Promise<Row[]> {
-		const text = expand(manifest, sql);
+	/** What is left of a query's or a snapshot's time budget, in ms. */
+	type Budget = { leftMs: number };
+
+	async function run(
+		manifest: Manifest | null,
+		sql: string,
+		params: Params,
+		budget: Budget,
+		window?: readonly [number, number],
+	): Promise<Row[]> {
+		const text = expand(manifest, sql, window);
+		if (budget.leftMs <= 0) throw new QueryTimeoutError(budgetMs);
 		const c = await acquire();
+		const started = performance.now();
+		// interrupt() stops the query running on this connection; the timer is cleared before the
+		// connection goes back to the pool, so it never hits another request's query (and an
+		// interrupt reaching a connection whose query just ended is a no-op).
+		let interrupted = false;
+		const timer = setTimeout(() => {
+			interrupted = true;
+			c.conn.interrupt();
+		}, budget.leftMs);
 		try {
 			let stmt = c.prepared.get(text);
 			if (!stmt) {
@@ -112,7 +173,12 @@ export async function createStore(dataDir: string): Promise<Store> {
 			if (Object.keys(params).length > 0) stmt.bind(params);
 			const reader = await stmt.runAndReadAll();
 			return reader.getRowObjectsJS() as Row[];
+		} catch (err) {
+			if (interrupted) throw new QueryTimeoutError(budgetMs);
+			throw err;
 		} finally {
+			clearTimeout(timer);
+			budget.leftMs -= performance.now() - started;
 			release(c);
 		}
 	}
@@ -126,15 +192,19 @@ export async function createStore(dataDir: string): Promise<Store> {
 		hasDataset: (chain, dataset) => listedFiles(dataDir, manifestOf(chain), dataset).length > 0,
 		async query(chain, sql, params = {}) {
 			known(chain);
-			return run(manifestOf(chain), sql, params);
+			return run(manifestOf(chain), sql, params, { leftMs: budgetMs });
 		},
 		snapshot(chain) {
 			known(chain);
 			const manifest = manifestOf(chain);
+			const budget = { leftMs: budgetMs };
 			return {
 				chain,
 				hasDataset: (dataset) => listedFiles(dataDir, manifest, dataset).length > 0,
-				query: (sql, params = {}) => run(manifest, sql, params),
+				query: (sql, params = {}, window) => run(manifest, sql, params, budget, window),
+				chunks: () => [...(manifest?.chunks ?? [])].sort((a, b) => a.from - b.from),
+				// The manifest's last block: the head, without reading a file.
+				head: () => (manifest?.chunks.length ? Math.max(...manifest.chunks.map((c) => c.to)) : null),
 			};
 		},
 		close() {

@@ -18,7 +18,9 @@ export interface WalletTxFilter {
 export function findWalletTransactions(db: Snapshot, f: WalletTxFilter, page: Page): Promise<ListResult> {
 	const params: Params = {};
 	const where = sideConditions(["from_address", "to_address"], f, params);
-	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where: where.join(" AND "), params }, page);
+	const all = where.join(" AND ");
+	const index = { name: "transactions_by_address" as const, where: `address = $address AND ${all}` };
+	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where: all, params, index }, page);
 }
 
 export async function findTransaction(db: Snapshot, hash: string): Promise<Row | undefined> {

@@ -47,9 +47,10 @@ export function findTransfers(db: Snapshot, f: TransferFilter, page: Page): Prom
 	}
 	if (f.assets?.length) where.push(`(${f.assets.map((a) => ASSET_CONDITION[a]).join(" OR ")})`);
 	if (f.contracts?.length) where.push(inList("contract", "contract", f.contracts, params));
-	return listRows(
-		db,
-		{ dataset: "transfers", columns: TRANSFER_COLUMNS, where: where.join(" AND ") || "true", params },
-		page,
-	);
+	const all = where.join(" AND ") || "true";
+	// A wallet's transfers come from the address-sorted index where the chunks have one.
+	const index = f.address
+		? { name: "transfers_by_address" as const, where: `address = $address AND ${all}` }
+		: undefined;
+	return listRows(db, { dataset: "transfers", columns: TRANSFER_COLUMNS, where: all, params, index }, page);
 }

@@ -2,8 +2,9 @@ import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
+import { INDEX_NAMES, INDEXES, indexesFor } from "./indexes.js";
 import { partitionFileName, partitionPath, stagingDir } from "./layout.js";
-import { type ChunkEntry, GHOST_DATASET, type Manifest, saveManifest } from "./manifest.js";
+import { type ChunkEntry, chunkFiles, GHOST_DATASET, hasFiles, type Manifest, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
 
 export interface ChunkRange {
@@ -40,7 +41,17 @@ export async function writeChunkFiles(
 	for (const d of datasets) {
 		counts[d] = await writer.write(d, rows[d], partitionPath(dataDir, chain, d, entry), stagingDir(dataDir, chain));
 	}
+	await deriveIndexes(writer, dataDir, chain, entry);
 	return entry;
+}
+
+/** Writes the chunk's index files from its dataset files and lists them in `entry.indexes`. */
+export async function deriveIndexes(writer: ParquetWriter, dataDir: string, chain: string, entry: ChunkEntry) {
+	entry.indexes = indexesFor(entry.datasets);
+	for (const i of entry.indexes) {
+		const source = partitionPath(dataDir, chain, INDEXES[i].source, entry);
+		await writer.derive(i, source, partitionPath(dataDir, chain, i, entry));
+	}
 }
 
 /** Writes a chunk's files, then lists it in the manifest (the commit point). */
@@ -71,16 +82,16 @@ export async function replaceChunks(
 	const gone = new Set(remove);
 	manifest.chunks = [...manifest.chunks.filter((c) => !gone.has(c)), ...add];
 	await saveManifest(dataDir, manifest);
-	return remove.flatMap((c) => c.datasets.map((d) => partitionPath(dataDir, manifest.chain, d, c)));
+	return remove.flatMap((c) => chunkFiles(dataDir, manifest.chain, c));
 }
 
 /** Removes every data file the manifest does not list (leftovers of an interrupted run). */
 export async function removeUnlisted(dataDir: string, manifest: Manifest): Promise<string[]> {
 	const removed: string[] = [];
 	await rm(stagingDir(dataDir, manifest.chain), { recursive: true, force: true });
-	const listed: [string, Set<string>][] = DATASETS.map((d) => [
+	const listed: [string, Set<string>][] = [...DATASETS, ...INDEX_NAMES].map((d) => [
 		d,
-		new Set(manifest.chunks.filter((c) => c.datasets.includes(d)).map((c) => partitionFileName(d, c))),
+		new Set(manifest.chunks.filter((c) => hasFiles(c, d)).map((c) => partitionFileName(d, c))),
 	]);
 	listed.push([GHOST_DATASET, new Set((manifest.ghosts ?? []).map((g) => partitionFileName(GHOST_DATASET, g)))]);
 	for (const [d, names] of listed) {

@@ -4,6 +4,7 @@ import { dirname } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import type { DatasetName } from "../extract/rows.js";
 import { ChainlakeError } from "../util/errors.js";
+import type { IndexName } from "./indexes.js";
 import { manifestPath, partitionPath, type RangeId } from "./layout.js";
 
 /** One written block range: its files exist for exactly the datasets listed. */
@@ -14,6 +15,8 @@ export interface ChunkEntry {
 	traces: TraceFormat | "none";
 	datasets: DatasetName[];
 	rows: Partial<Record<DatasetName, number>>;
+	/** Index files derived from the chunk's datasets (indexes.ts); absent in chunks written before them. */
+	indexes?: IndexName[];
 	first_parent_hash: string;
 	last_hash: string;
 }
@@ -87,13 +90,27 @@ export function readManifestSafe(dataDir: string, chain: string): Manifest | nul
 
 /** The files of `dataset` that the manifest lists, in chain order: what readers should read
  * (a glob would also pick up a crashed run's leftovers before the next run removes them). */
-export function listedFiles(dataDir: string, m: Manifest | null, dataset: DatasetName): string[] {
+export function listedFiles(
+	dataDir: string,
+	m: Manifest | null,
+	dataset: DatasetName | IndexName,
+	/** Only the chunks that overlap these blocks. */
+	window?: readonly [number, number],
+): string[] {
 	if (!m) return [];
 	return [...m.chunks]
 		.sort((a, b) => a.from - b.from)
-		.filter((c) => c.datasets.includes(dataset))
+		.filter((c) => hasFiles(c, dataset) && (!window || (c.to >= window[0] && c.from <= window[1])))
 		.map((c) => partitionPath(dataDir, m.chain, dataset, c));
 }
+
+/** Whether a chunk has files of a dataset or an index. */
+export const hasFiles = (c: ChunkEntry, name: DatasetName | IndexName): boolean =>
+	(c.datasets as string[]).includes(name) || (c.indexes as string[] | undefined)?.includes(name) === true;
+
+/** Every file of a chunk: its datasets', then its indexes'. */
+export const chunkFiles = (dataDir: string, chain: string, c: ChunkEntry): string[] =>
+	[...c.datasets, ...(c.indexes ?? [])].map((d) => partitionPath(dataDir, chain, d, c));
 
 /** Files of reorged-out blocks (same columns as blocks). */
 export function ghostFiles(dataDir: string, m: Manifest | null): string[] {

@@ -4,6 +4,7 @@ import { mkdir, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../extract/rows.js";
+import { INDEXES, type IndexName } from "./indexes.js";
 import { SCHEMAS, SORT_KEY } from "./schema.js";
 
 /**
@@ -33,11 +34,32 @@ export interface ParquetWriter {
 	 * text) into one file at `path`, sorted, atomically; returns the row count. For compaction
 	 * (small files into one) and for keeping reorged-out blocks.
 	 */
-	merge(dataset: DatasetName, files: string[], path: string, where?: string): Promise<number>;
+	merge(dataset: DatasetName | IndexName, files: string[], path: string, where?: string): Promise<number>;
+	/** Writes index `index` of a chunk from its source dataset file (see indexes.ts); returns the row count. */
+	derive(index: IndexName, sourceFile: string, path: string): Promise<number>;
 	close(): void;
 }
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/** ORDER BY of a dataset's or an index's files. */
+export const orderOf = (name: DatasetName | IndexName): string =>
+	name in INDEXES ? INDEXES[name as IndexName].sortKey : `"${SORT_KEY[name as DatasetName]}"`;
+
+/** The rows of index `index` for one chunk, from its source dataset's file. */
+export const indexRowsSql = (index: IndexName, sourceFile: string): string =>
+	INDEXES[index].select(`read_parquet(${quote(sourceFile)})`);
+
+/** The COPY options for a file of `rows` rows (see PARQUET_OPTIONS for the dictionary limit). */
+export function parquetCopyOptions(rows: number, rowGroupSize: number = PARQUET_OPTIONS.ROW_GROUP_SIZE): string {
+	const options = { ...PARQUET_OPTIONS, ROW_GROUP_SIZE: rowGroupSize };
+	const fixed = Object.entries(options).map(([k, v]) => `${k} ${typeof v === "string" ? quote(v) : v}`);
+	return `FORMAT parquet, ${fixed.join(", ")}, DICTIONARY_SIZE_LIMIT ${Math.min(rows, rowGroupSize) + 1}`;
+}
+
+/** Row groups of index files: a wallet lookup decodes one whole row group of every column, so
+ * smaller groups than the datasets' make a quiet wallet's page cheaper (BENCHMARKS.md). */
+export const INDEX_ROW_GROUP_SIZE = 16_384;
 
 /**
  * A DuckDB-backed Parquet writer. Rows go through newline-delimited JSON into DuckDB's JSON
@@ -47,9 +69,6 @@ const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 export async function createParquetWriter(): Promise<ParquetWriter> {
 	const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
 	const conn: DuckDBConnection = await instance.connect();
-	const fixedOptions = Object.entries(PARQUET_OPTIONS)
-		.map(([k, v]) => `${k} ${typeof v === "string" ? quote(v) : v}`)
-		.join(", ");
 	return {
 		async write(dataset, rows, path, stagingDir) {
 			const schema: Record<string, readonly [string, string]> = SCHEMAS[dataset];
@@ -62,11 +81,9 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			const staged = join(stagingDir, `${dataset}.ndjson`);
 			await writeNdjson(staged, rows);
 			const tmp = `${path}.tmp`;
-			const dictionaryLimit = Math.min(rows.length, PARQUET_OPTIONS.ROW_GROUP_SIZE) + 1;
-			const options = `${fixedOptions}, DICTIONARY_SIZE_LIMIT ${dictionaryLimit}`;
 			await conn.run(
 				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${columns.join(", ")}}) ORDER BY "${SORT_KEY[dataset]}")
-				 TO ${quote(tmp)} (FORMAT parquet, ${options})`,
+				 TO ${quote(tmp)} (${parquetCopyOptions(rows.length)})`,
 			);
 			await rename(tmp, path);
 			await rm(staged, { force: true });
@@ -76,11 +93,22 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			const source = `read_parquet([${files.map(quote).join(", ")}])`;
 			const counted = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${source} WHERE ${where}`);
 			const n = Number(counted.getRowObjectsJS()[0]?.n ?? 0);
-			const dictionaryLimit = Math.min(n, PARQUET_OPTIONS.ROW_GROUP_SIZE) + 1;
 			await mkdir(dirname(path), { recursive: true });
 			const tmp = `${path}.tmp`;
 			await conn.run(
-				`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY "${SORT_KEY[dataset]}") TO ${quote(tmp)} (FORMAT parquet, ${fixedOptions}, DICTIONARY_SIZE_LIMIT ${dictionaryLimit})`,
+				`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions(n)})`,
+			);
+			await rename(tmp, path);
+			return n;
+		},
+		async derive(index, sourceFile, path) {
+			const rows = indexRowsSql(index, sourceFile);
+			const counted = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM (${rows})`);
+			const n = Number(counted.getRowObjectsJS()[0]?.n ?? 0);
+			await mkdir(dirname(path), { recursive: true });
+			const tmp = `${path}.tmp`;
+			await conn.run(
+				`COPY (${rows} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${parquetCopyOptions(n, INDEX_ROW_GROUP_SIZE)})`,
 			);
 			await rename(tmp, path);
 			return n;

@@ -74,7 +74,8 @@ describe("crash and resume", () => {
 		const r = await runScript("backfill.ts", args(clean, anvil.url));
 		expect(r.code, r.stderr).toBe(0);
 		const expected = snapshot(clean);
-		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBe(12 * 7);
+		// 12 chunks, each with 7 dataset files and 2 index files.
+		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBe(12 * (7 + 2));
 
 		const crashed = join(root, "crashed");
 		const seen: number[] = [];

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../../src/api/app.js";
+import { type AppOptions, buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { createStore } from "../../src/query/store.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
@@ -16,7 +16,14 @@ export const AUTH = { authorization: `Bearer ${TEST_KEY}` };
  * A real API over real data: anvil runs the Solidity workload, the backfill writes Parquet into
  * a temp folder, and the Fastify app serves it (tests call it through app.inject).
  */
-export async function startApiOnWorkload(opts: { chainId?: number; basePath?: string } = {}) {
+export async function startApiOnWorkload(
+	opts: {
+		chainId?: number;
+		basePath?: string;
+		/** More options for the app (rate limit, response cap, timeouts, logger). */
+		app?: Partial<Omit<AppOptions, "store" | "keyring" | "dataDir">>;
+	} = {},
+) {
 	const chainId = opts.chainId ?? 31337;
 	const anvil: AnvilInstance = await startAnvil({ chainId });
 	const work: WorkloadResult = await runWorkload({ rpcUrl: anvil.url });
@@ -28,6 +35,7 @@ export async function startApiOnWorkload(opts: { chainId?: number; basePath?: st
 		keyring: createKeyring({ path: join(dataDir, "_keys.json"), envKeys: [TEST_KEY] }),
 		dataDir,
 		basePath: opts.basePath,
+		...opts.app,
 	});
 	return {
 		anvil,

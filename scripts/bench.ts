@@ -1,0 +1,205 @@
+/**
+ * `npm run bench -- --scale S|M|L`: the whole performance picture in one run on one dataset
+ * (see BENCHMARKS.md for figures and README for flags):
+ *  1. the synthetic chain of that scale (written by `npm run synth` if missing), its bytes on disk;
+ *  2. every benchmark question straight on our query layer (DuckDB, no HTTP): the floor;
+ *  3. the same over HTTP against `scripts/serve.ts` in its own process: p50/p99 per endpoint,
+ *     then a mixed workload from autocannon for throughput, and the service's peak RSS;
+ *  4. the same on PostgreSQL (Debian's package, B-tree indexes), with its load time and bytes;
+ *  5. backfill speed on the anvil workload against a fetch-only loop.
+ * Figures are printed (and written as JSON with --out), never asserted.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import { DATASETS } from "../src/extract/rows.js";
+import { createStore } from "../src/query/store.js";
+import { manifestPath } from "../src/store/layout.js";
+import { SCALES, type ScaleName } from "../src/synth/scales.js";
+import { writeSynthChain } from "../src/synth/synth.js";
+import { computeTargets, type SynthTargets, saveTargets, targetsPath } from "../src/synth/targets.js";
+import { parseChainId } from "../src/util/chain.js";
+import { measureBackfillOverhead } from "./bench/backfill-overhead.js";
+import { benchCases } from "./bench/cases.js";
+import { fmt, type Latency, timeCalls } from "./bench/measure.js";
+import { PG_TABLES, startPostgres } from "./bench/postgres.js";
+import { startService } from "./bench/server.js";
+
+const { values } = parseArgs({
+	options: {
+		scale: { type: "string", default: "S" },
+		"data-dir": { type: "string" },
+		n: { type: "string", default: "100" },
+		duration: { type: "string", default: "20" },
+		connections: { type: "string", default: "16" },
+		postgres: { type: "boolean", default: true },
+		"no-postgres": { type: "boolean", default: false },
+		"no-backfill": { type: "boolean", default: false },
+		"backfill-blocks": { type: "string", default: "300" },
+		port: { type: "string", default: "18080" },
+		out: { type: "string" },
+	},
+});
+const scaleName = values.scale as ScaleName;
+if (!(scaleName in SCALES)) {
+	process.stderr.write(`error: --scale must be one of ${Object.keys(SCALES).join(", ")}\n`);
+	process.exit(2);
+}
+const KEY = "bench-key-0123456789";
+const chain = parseChainId("eip155-1");
+const dataDir = values["data-dir"] ?? `data/synth-${scaleName}`;
+const n = Number(values.n);
+const say = (s: string) => process.stdout.write(`${s}\n`);
+const report: Record<string, unknown> = { scale: scaleName, dataDir, when: new Date().toISOString() };
+
+// 1. Data.
+if (!existsSync(manifestPath(dataDir, chain.id)) || !existsSync(targetsPath(dataDir, chain.id))) {
+	const t = performance.now();
+	say(`writing synthetic chain ${scaleName} into ${dataDir} ...`);
+	await writeSynthChain({ scale: SCALES[scaleName], chain, dataDir, partitionSize: SCALES[scaleName].partitionSize });
+	await saveTargets(dataDir, await computeTargets(dataDir, chain.id));
+	report.synthSeconds = (performance.now() - t) / 1000;
+	say(`synth: ${(report.synthSeconds as number).toFixed(1)} s`);
+}
+const targets = JSON.parse(readFileSync(targetsPath(dataDir, chain.id), "utf8")) as SynthTargets;
+const cases = benchCases(targets);
+const bytesOf = (datasets: readonly string[]) => {
+	let total = 0;
+	for (const d of datasets) {
+		const dir = join(dataDir, chain.id, d);
+		if (!existsSync(dir)) continue;
+		for (const f of readdirSync(dir)) total += statSync(join(dir, f)).size;
+	}
+	return total;
+};
+const rows = JSON.parse(readFileSync(manifestPath(dataDir, chain.id), "utf8")).chunks.reduce(
+	(acc: Record<string, number>, c: { rows: Record<string, number> }) => {
+		for (const [d, k] of Object.entries(c.rows)) acc[d] = (acc[d] ?? 0) + k;
+		return acc;
+	},
+	{},
+);
+report.rows = rows;
+report.bytes = { all: bytesOf(DATASETS), sameTablesAsPostgres: bytesOf(PG_TABLES) };
+say(`dataset ${scaleName}: ${JSON.stringify(rows)}; ${(bytesOf(DATASETS) / 2 ** 20).toFixed(0)} MiB of Parquet`);
+
+// 2. Our query layer on DuckDB, no HTTP.
+const duck: Record<string, Latency> = {};
+{
+	const store = await createStore(dataDir);
+	for (const c of cases) duck[c.name] = await timeCalls(() => c.duckdb(store.snapshot(chain.id)), n);
+	store.close();
+}
+
+// 3. HTTP, in a separate service process.
+const http: Record<string, Latency> = {};
+const service = await startService(dataDir, Number(values.port), KEY);
+const headers = { authorization: `Bearer ${KEY}` };
+try {
+	for (const c of cases) {
+		const url = `${service.base}/${chain.id}/v1${c.path}`;
+		http[c.name] = await timeCalls(async () => {
+			const res = await fetch(url, { headers });
+			await res.arrayBuffer();
+			if (res.status !== 200 && !(res.status === 404 && c.name.includes("missing"))) {
+				throw new Error(`${c.name}: HTTP ${res.status} for ${url}`);
+			}
+		}, n);
+	}
+	const mixed = await autocannon({
+		url: service.base,
+		connections: Number(values.connections),
+		duration: Number(values.duration),
+		headers,
+		requests: cases
+			.filter((c) => !c.name.includes("missing"))
+			.map((c) => ({ method: "GET", path: `/${chain.id}/v1${c.path}` })),
+	});
+	report.throughput = {
+		connections: Number(values.connections),
+		seconds: Number(values.duration),
+		requestsPerSecond: mixed.requests.average,
+		requests: mixed.requests.total,
+		errors: mixed.errors,
+		non2xx: mixed.non2xx,
+		latencyP50: mixed.latency.p50,
+		latencyP99: mixed.latency.p99,
+	};
+	report.serviceRssPeakBytes = service.peakRss();
+} finally {
+	await service.stop();
+}
+
+// 4. PostgreSQL.
+const pgLatency: Record<string, Latency> = {};
+if (values.postgres && !values["no-postgres"]) {
+	const pgServer = await startPostgres(Number(values.port) + 1);
+	try {
+		const loaded = await pgServer.load(dataDir, chain.id);
+		report.postgres = loaded;
+		say(
+			`postgres: loaded ${PG_TABLES.join(", ")} in ${loaded.seconds.toFixed(1)} s, ${(loaded.bytes / 2 ** 20).toFixed(0)} MiB with indexes`,
+		);
+		for (const [i, c] of cases.entries()) {
+			pgLatency[c.name] = await timeCalls(
+				() => pgServer.client.query({ name: `q${i}`, text: c.pg.text, values: c.pg.values }),
+				n,
+			);
+		}
+	} finally {
+		pgServer.stop();
+	}
+}
+
+// 5. Backfill against fetch-only.
+if (!values["no-backfill"]) {
+	report.backfill = await measureBackfillOverhead({
+		blocks: Number(values["backfill-blocks"]),
+		txsPerBlock: 20,
+		runs: 3,
+	});
+}
+
+report.latency = Object.fromEntries(
+	cases.map((c) => [c.name, { kind: c.kind, duckdb: duck[c.name], http: http[c.name], postgres: pgLatency[c.name] }]),
+);
+say(
+	`\n| query (scale ${scaleName}) | DuckDB p50 / p99 ms | HTTP p50 / p99 ms | HTTP overhead (p50) | Postgres p50 / p99 ms |`,
+);
+say("|---|---:|---:|---:|---:|");
+for (const c of cases) {
+	const d = duck[c.name] as Latency;
+	const h = http[c.name] as Latency;
+	const p = pgLatency[c.name];
+	say(
+		`| ${c.name} | ${fmt(d.p50)} / ${fmt(d.p99)} | ${fmt(h.p50)} / ${fmt(h.p99)} | ${(((h.p50 - d.p50) / d.p50) * 100).toFixed(0)}% | ${p ? `${fmt(p.p50)} / ${fmt(p.p99)}` : "-"} |`,
+	);
+}
+const tp = report.throughput as {
+	requestsPerSecond: number;
+	connections: number;
+	errors: number;
+	non2xx: number;
+	latencyP50: number;
+	latencyP99: number;
+};
+say(
+	`\nmixed workload: ${tp.requestsPerSecond.toFixed(0)} req/s with ${tp.connections} connections (p50 ${tp.latencyP50} ms, p99 ${tp.latencyP99} ms, errors ${tp.errors}, non-2xx ${tp.non2xx})`,
+);
+say(`service peak RSS: ${((report.serviceRssPeakBytes as number) / 2 ** 20).toFixed(0)} MiB`);
+const bytes = report.bytes as { sameTablesAsPostgres: number };
+if (report.postgres) {
+	const pgBytes = (report.postgres as { bytes: number }).bytes;
+	say(
+		`disk, ${PG_TABLES.join("+")}: Parquet ${(bytes.sameTablesAsPostgres / 2 ** 20).toFixed(0)} MiB vs Postgres ${(pgBytes / 2 ** 20).toFixed(0)} MiB (${((bytes.sameTablesAsPostgres / pgBytes) * 100).toFixed(0)}%)`,
+	);
+}
+if (report.backfill) {
+	const b = report.backfill as { blocks: number; txs: number; fetchOnly: number; backfill: number };
+	say(
+		`backfill (${b.blocks} anvil blocks, ${b.txs} txs): ${b.backfill.toFixed(2)} s vs fetch-only ${b.fetchOnly.toFixed(2)} s = ${(b.backfill / b.fetchOnly).toFixed(2)}x`,
+	);
+}
+if (values.out) await writeFile(values.out, `${JSON.stringify(report, null, 1)}\n`);

@@ -1,0 +1,161 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import pg from "pg";
+import type { DatasetName } from "../../src/extract/rows.js";
+import { listedFiles, readManifestSafe } from "../../src/store/manifest.js";
+import { SCHEMAS } from "../../src/store/schema.js";
+
+/**
+ * PostgreSQL as a user would otherwise run it for this data: Debian's package, a fresh cluster
+ * on loopback, the same rows loaded from our Parquet files, and the B-tree indexes an explorer
+ * keeps for these endpoints. Durability is switched off for the load and the run (fsync,
+ * full_page_writes, synchronous_commit), as our own Parquet writes do not fsync either.
+ */
+export const PG_TABLES: readonly DatasetName[] = ["blocks", "transactions", "transfers", "contract_creations"];
+
+const INDEXES: Record<string, string[]> = {
+	blocks: ["PRIMARY KEY (number)", "hash"],
+	transactions: ["PRIMARY KEY (id)", "transaction_hash", "from_address, id", "to_address, id"],
+	transfers: ["PRIMARY KEY (id)", "sender, id", "recipient, id", "contract, id"],
+	contract_creations: ["PRIMARY KEY (id)", "caller, id"],
+};
+
+export interface PgServer {
+	client: pg.Client;
+	load(dataDir: string, chain: string): Promise<{ seconds: number; bytes: number; perTable: Record<string, number> }>;
+	stop(): void;
+}
+
+function pgBin(): string {
+	const find = () => {
+		if (!existsSync("/usr/lib/postgresql")) return null;
+		const versions = readdirSync("/usr/lib/postgresql").sort().reverse();
+		const v = versions.find((x) => existsSync(`/usr/lib/postgresql/${x}/bin/pg_ctl`));
+		return v ? `/usr/lib/postgresql/${v}/bin` : null;
+	};
+	let bin = find();
+	if (!bin && process.getuid?.() === 0) {
+		process.stderr.write("installing Debian's postgresql package (apt-get)\n");
+		execFileSync("apt-get", ["update", "-qq"], { stdio: "inherit" });
+		execFileSync("apt-get", ["install", "-y", "-qq", "postgresql"], {
+			stdio: "inherit",
+			env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+		});
+		bin = find();
+	}
+	if (!bin)
+		throw new Error("PostgreSQL is not installed: run `sudo apt-get install -y postgresql`, or pass --no-postgres");
+	return bin;
+}
+
+export async function startPostgres(port: number): Promise<PgServer> {
+	const bin = pgBin();
+	const dir = mkdtempSync(join(tmpdir(), "chainlake-pg-"));
+	chmodSync(dir, 0o777);
+	const pgdata = join(dir, "data");
+	// The server refuses to run as root; Debian's package creates the postgres user.
+	const asPg = (cmd: string, args: string[]) => {
+		const r =
+			process.getuid?.() === 0
+				? spawnSync("runuser", ["-u", "postgres", "--", cmd, ...args], { encoding: "utf8" })
+				: spawnSync(cmd, args, { encoding: "utf8" });
+		if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr || r.stdout}`);
+	};
+	asPg(`${bin}/initdb`, ["-D", pgdata, "-A", "trust", "-U", "bench", "--no-sync"]);
+	const settings = [
+		"listen_addresses=127.0.0.1",
+		`port=${port}`,
+		`unix_socket_directories=${dir}`,
+		"shared_buffers=2GB",
+		"work_mem=64MB",
+		"maintenance_work_mem=2GB",
+		"max_wal_size=16GB",
+		"fsync=off",
+		"full_page_writes=off",
+		"synchronous_commit=off",
+		"max_parallel_maintenance_workers=2",
+	];
+	asPg(`${bin}/pg_ctl`, [
+		"-D",
+		pgdata,
+		"-w",
+		"-l",
+		join(dir, "log"),
+		"-o",
+		settings.map((s) => `-c ${s}`).join(" "),
+		"start",
+	]);
+	const client = new pg.Client({ host: "127.0.0.1", port, user: "bench", database: "postgres" });
+	await client.connect();
+	return {
+		client,
+		async load(dataDir, chain) {
+			const started = performance.now();
+			const m = readManifestSafe(dataDir, chain);
+			const duck = await DuckDBInstance.create(":memory:");
+			const conn = await duck.connect();
+			const csvDir = join(dir, "csv");
+			execFileSync("mkdir", ["-p", csvDir]);
+			chmodSync(csvDir, 0o777);
+			const perTable: Record<string, number> = {};
+			try {
+				for (const table of PG_TABLES) {
+					const schema = SCHEMAS[table] as Record<string, readonly [string, string]>;
+					const columns = Object.entries(schema);
+					await client.query(`CREATE TABLE ${table} (${columns.map(([c, [t]]) => `"${c}" ${pgType(t)}`).join(", ")})`);
+					const files = listedFiles(dataDir, m, table).map((f) => `'${f}'`);
+					const csv = join(csvDir, `${table}.csv`);
+					// Lists and structs are written as Postgres array / JSON literals.
+					const select = columns.map(([c, [t]]) =>
+						t.endsWith("[]") && !t.startsWith("STRUCT")
+							? `CASE WHEN "${c}" IS NULL THEN NULL ELSE '{' || array_to_string("${c}", ',') || '}' END AS "${c}"`
+							: t.startsWith("STRUCT")
+								? `to_json("${c}")::VARCHAR AS "${c}"`
+								: `"${c}"`,
+					);
+					await conn.run(
+						`COPY (SELECT ${select.join(", ")} FROM read_parquet([${files.join(", ")}])) TO '${csv}' (FORMAT csv, HEADER)`,
+					);
+					chmodSync(csv, 0o644);
+					await client.query(`COPY ${table} FROM '${csv}' (FORMAT csv, HEADER)`);
+					rmSync(csv);
+					for (const index of INDEXES[table] ?? []) {
+						await client.query(
+							index.startsWith("PRIMARY") ? `ALTER TABLE ${table} ADD ${index}` : `CREATE INDEX ON ${table} (${index})`,
+						);
+					}
+					await client.query(`VACUUM ANALYZE ${table}`);
+					const size = await client.query(`SELECT pg_total_relation_size('${table}')::BIGINT AS b`);
+					perTable[table] = Number(size.rows[0].b);
+				}
+			} finally {
+				conn.closeSync();
+				duck.closeSync();
+			}
+			const bytes = Object.values(perTable).reduce((a, b) => a + b, 0);
+			return { seconds: (performance.now() - started) / 1000, bytes, perTable };
+		},
+		stop() {
+			void client.end();
+			try {
+				asPg(`${bin}/pg_ctl`, ["-D", pgdata, "-m", "fast", "stop"]);
+			} finally {
+				rmSync(dir, { recursive: true, force: true });
+			}
+		},
+	};
+}
+
+/** Postgres type for a DuckDB column type of our schema (uint256 strings stay text, as in our files). */
+function pgType(duck: string): string {
+	if (duck.startsWith("STRUCT")) return "jsonb";
+	if (duck === "VARCHAR[]") return "text[]";
+	if (duck.endsWith("[]")) return "bigint[]";
+	if (duck === "VARCHAR") return "text";
+	if (duck === "UTINYINT") return "smallint";
+	if (duck === "UINTEGER" || duck === "UBIGINT") return "bigint";
+	throw new Error(`no Postgres type for ${duck}`);
+}

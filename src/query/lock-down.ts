@@ -1,0 +1,42 @@
+import { resolve } from "node:path";
+import type { DuckDBInstance } from "@duckdb/node-api";
+
+const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/**
+ * Confines a DuckDB instance to `dataDir`, so that even SQL the service did not mean to run
+ * (a bug in how a statement is built) can read and write only the Parquet files of the data
+ * folder: no other file (read_csv('/etc/passwd'), COPY ... TO, ATTACH, EXPORT), no URL, no
+ * extension install or load beyond those built in, and no way back, since the configuration is
+ * locked last (any later SET fails). Run it before the instance serves any query.
+ *
+ * DuckDB resolves symlinks before checking a path, so a symlink inside the data folder pointing
+ * elsewhere is refused too: symlink the data folder as a whole instead. Spilling to disk is off
+ * (temp_directory ''), as the spill folder would be writable to SQL as well; the query budget
+ * cuts queries long before they could need it.
+ */
+export async function lockDown(instance: DuckDBInstance, dataDir: string): Promise<void> {
+	const conn = await instance.connect();
+	try {
+		// Order matters: allowed_directories can only be set while external access is still on.
+		for (const statement of [
+			"SET temp_directory = ''",
+			// Not a lockdown setting, but must come before the lock: keep each file's footer
+			// (schema, row-group statistics) in memory, so a query does not parse it again.
+			"SET parquet_metadata_cache = true",
+			`SET allowed_directories = [${quote(resolve(dataDir))}]`,
+			"SET allowed_paths = []",
+			"SET autoinstall_known_extensions = false",
+			"SET autoload_known_extensions = false",
+			"SET allow_community_extensions = false",
+			"SET allow_unsigned_extensions = false",
+			"SET allow_persistent_secrets = false",
+			"SET enable_external_access = false",
+			"SET lock_configuration = true",
+		]) {
+			await conn.run(statement);
+		}
+	} finally {
+		conn.closeSync();
+	}
+}

@@ -1,0 +1,48 @@
+import type { DatasetName } from "../extract/rows.js";
+
+/**
+ * Index files: per chunk, a copy of a dataset's rows re-sorted by address, one row per side
+ * (sender and recipient, from and to). Parquet keeps min/max statistics per row group, so in a
+ * file sorted by address a wallet's rows sit in one or a few row groups that a query reads
+ * while skipping the rest; in the chain-ordered dataset files the same rows are spread over
+ * every row group and only bloom filters (one probe per row group and column) can skip any.
+ *
+ * They are plain Parquet next to the datasets (`<data>/<chain>/<index>/<index>_<range>.parquet`),
+ * derived from the chunk's dataset file whenever it is written, merged or replaced, and listed in
+ * the manifest's `indexes`. Chunks written before indexes existed have none; readers then use
+ * the dataset itself.
+ */
+export interface IndexDef {
+	source: DatasetName;
+	/** The index's rows, from a relation `src` of the source dataset. */
+	select(src: string): string;
+	/** Sort order of the file; the first column is the one min/max statistics prune on. */
+	sortKey: string;
+	doc: string;
+}
+
+/** The other side is kept only when it differs, so a self-transfer appears once. */
+const bySides = (a: string, b: string) => (src: string) =>
+	`SELECT ${a} AS address, * FROM ${src} WHERE ${a} IS NOT NULL UNION ALL SELECT ${b} AS address, * FROM ${src} WHERE ${b} IS NOT NULL AND ${b} IS DISTINCT FROM ${a}`;
+
+export const INDEXES = {
+	transfers_by_address: {
+		source: "transfers",
+		select: bySides("sender", "recipient"),
+		sortKey: "address, id",
+		doc: "every transfers row once per address it involves (`address` = sender, then recipient if different), sorted by address and id",
+	},
+	transactions_by_address: {
+		source: "transactions",
+		select: bySides("from_address", "to_address"),
+		sortKey: "address, id",
+		doc: "every transactions row once per address it involves (`address` = from_address, then to_address if different), sorted by address and id",
+	},
+} as const satisfies Record<string, IndexDef>;
+
+export type IndexName = keyof typeof INDEXES;
+export const INDEX_NAMES = Object.keys(INDEXES) as IndexName[];
+
+/** The indexes derived from a chunk that has files for `datasets`. */
+export const indexesFor = (datasets: readonly DatasetName[]): IndexName[] =>
+	INDEX_NAMES.filter((i) => datasets.includes(INDEXES[i].source));

@@ -1,0 +1,85 @@
+import { mkdir, rename } from "node:fs/promises";
+import { dirname } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { deriveIndexes } from "../store/chunk-store.js";
+import { alignedChunks, partitionPath } from "../store/layout.js";
+import { type ChunkEntry, loadManifest, missingRanges, saveManifest } from "../store/manifest.js";
+import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/parquet-writer.js";
+import type { ChainRef } from "../util/chain.js";
+import { chunkTablesSql, datasetSelectSql, macrosSql, SYNTH_DATASETS } from "./chunk-sql.js";
+import type { Scale } from "./scales.js";
+
+export interface SynthOptions {
+	scale: Scale;
+	chain: ChainRef;
+	dataDir: string;
+	partitionSize: number;
+	/** DuckDB threads (default: all cores). */
+	threads?: number;
+	onChunk?: (entry: ChunkEntry, done: number, total: number) => void;
+}
+
+const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/**
+ * Writes the synthetic chain in the backfill's layout: the same file names, columns, sort order,
+ * Parquet options and manifest, so the service, `npm run sql` and the follower read it like
+ * backfilled data. Chunks are committed one at a time (files, then the manifest), so an
+ * interrupted run resumes where it stopped, like the backfill.
+ */
+export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number; rows: Record<string, number> }> {
+	const instance = await DuckDBInstance.create(":memory:", o.threads ? { threads: String(o.threads) } : {});
+	const conn = await instance.connect();
+	const writer = await createParquetWriter();
+	const scalar = async (sql: string) => (await conn.runAndReadAll(sql)).getRows()[0]?.[0];
+	try {
+		await conn.run(macrosSql(o.scale));
+		const manifest = await loadManifest(o.dataDir, o.chain.id, o.chain.number);
+		const todo = missingRanges(manifest, 0, o.scale.blocks - 1).flatMap(([a, b]) =>
+			alignedChunks(a, b, o.partitionSize),
+		);
+		const totals: Record<string, number> = {};
+		let done = 0;
+		for (const [from, to] of todo) {
+			await conn.run(chunkTablesSql(o.scale, from, to));
+			const entry: ChunkEntry = {
+				from,
+				to,
+				traces: "parity",
+				datasets: [...SYNTH_DATASETS],
+				rows: {},
+				first_parent_hash: String(
+					await scalar(from === 0 ? `SELECT '0x${"0".repeat(64)}'` : `SELECT block_hash(${from - 1})`),
+				),
+				last_hash: String(await scalar(`SELECT block_hash(${to})`)),
+			};
+			for (const d of SYNTH_DATASETS) {
+				const n = await writeFile(datasetSelectSql(d), orderOf(d), partitionPath(o.dataDir, o.chain.id, d, entry));
+				entry.rows[d] = n;
+				totals[d] = (totals[d] ?? 0) + n;
+			}
+			// Index files by the backfill's own code path.
+			await deriveIndexes(writer, o.dataDir, o.chain.id, entry);
+			manifest.chunks.push(entry);
+			await saveManifest(o.dataDir, manifest);
+			o.onChunk?.(entry, ++done, todo.length);
+		}
+		return { chunks: manifest.chunks.length, rows: totals };
+	} finally {
+		writer.close();
+		conn.closeSync();
+		instance.closeSync();
+	}
+
+	/** Materialises `select` (for the row count the Parquet options need), writes it sorted, renames. */
+	async function writeFile(select: string, order: string, path: string): Promise<number> {
+		await conn.run(`CREATE OR REPLACE TEMP TABLE s_out AS ${select}`);
+		const n = Number(await scalar("SELECT count(*) FROM s_out"));
+		await mkdir(dirname(path), { recursive: true });
+		await conn.run(
+			`COPY (SELECT * FROM s_out ORDER BY ${order}) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions(n)})`,
+		);
+		await rename(`${path}.tmp`, path);
+		return n;
+	}
+}
