@@ -29,6 +29,8 @@ export async function measureBackfillOverhead(opts: {
 	blocks: number;
 	txsPerBlock: number;
 	runs: number;
+	/** Blocks per chunk; several chunks let the backfill overlap fetching one with writing another. */
+	partitionSize: number;
 }): Promise<BackfillOverhead> {
 	const anvil = await startAnvil({ chainId: 31337 });
 	try {
@@ -75,7 +77,7 @@ export async function measureBackfillOverhead(opts: {
 				chain: parseChainId("eip155-31337"),
 				dataDir: dir,
 				logger,
-			}).run({ from: 0, to: head, traces: "parity" });
+			}).run({ from: 0, to: head, traces: "parity", partitionSize: opts.partitionSize });
 			backfill.push((performance.now() - t) / 1000);
 			await rm(dir, { recursive: true, force: true });
 		}

@@ -103,8 +103,18 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		const writer = await createParquetWriter();
 		const fetcher = createRangeFetcher({ rpc, logger, concurrency: opts.concurrency ?? DEFAULT_CONCURRENCY });
 		try {
-			for (const [from, chunkTo] of chunks) {
-				const { links, rows: data } = await fetcher.fetchRange(from, chunkTo, traceFormat);
+			// The next chunk is fetched while this one is written: the node's time and ours overlap.
+			const fetchChunk = (i: number) => {
+				const c = chunks[i];
+				if (!c) return null;
+				const p = fetcher.fetchRange(c[0], c[1], traceFormat);
+				p.catch(() => {}); // awaited (and thrown) in its turn; not "unhandled" if we stop first
+				return p;
+			};
+			let next = fetchChunk(0);
+			for (const [i, [from, chunkTo]] of chunks.entries()) {
+				const { links, rows: data } = await (next as NonNullable<typeof next>);
+				next = fetchChunk(i + 1);
 				checkChain(links, manifest, from, chunkTo);
 				const first = links[0];
 				const last = links[links.length - 1];

@@ -1,5 +1,6 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
-import { PARQUET_OPTIONS } from "./parquet-writer.js";
+import { INDEX_NAMES, INDEXES } from "./indexes.js";
+import { INDEX_ROW_GROUP_SIZE, PARQUET_OPTIONS } from "./parquet-writer.js";
 import { SCHEMAS, SORT_KEY } from "./schema.js";
 
 const INTRO = `# data/
@@ -87,5 +88,19 @@ export function dataReadme(): string {
 		const traceNote = TRACE_DATASETS.includes(d) ? " Needs traces." : "";
 		return `### ${d}\n\nSorted by \`${SORT_KEY[d]}\`.${traceNote}\n\n| column | type | meaning |\n|---|---|---|\n${rows.join("\n")}\n`;
 	});
-	return `${INTRO}\n${sections.join("\n")}`;
+	const indexes = INDEX_NAMES.map(
+		(i) => `- \`${i}\`: ${INDEXES[i].doc}; the columns of \`${INDEXES[i].source}\` plus \`address\`.`,
+	);
+	const indexSection = `## Index files
+
+Per chunk, next to the datasets and listed in the manifest's \`indexes\`, written by the
+backfill, the follower and \`npm run reindex\` (for chunks written before they existed):
+
+${indexes.join("\n")}
+
+Being sorted by address, their row groups (${INDEX_ROW_GROUP_SIZE.toLocaleString("en-US")} rows) have narrow min/max
+statistics on \`address\`, so a reader filtering on one address reads one or a few row groups.
+They are plain Parquet like the datasets and hold nothing the datasets do not.
+`;
+	return `${INTRO}\n${indexSection}\n${sections.join("\n")}`;
 }

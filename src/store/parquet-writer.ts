@@ -34,7 +34,7 @@ export interface ParquetWriter {
 	 * text) into one file at `path`, sorted, atomically; returns the row count. For compaction
 	 * (small files into one) and for keeping reorged-out blocks.
 	 */
-	merge(dataset: DatasetName | IndexName, files: string[], path: string, where?: string): Promise<number>;
+	merge(dataset: DatasetName, files: string[], path: string, where?: string): Promise<number>;
 	/** Writes index `index` of a chunk from its source dataset file (see indexes.ts); returns the row count. */
 	derive(index: IndexName, sourceFile: string, path: string): Promise<number>;
 	close(): void;
@@ -51,15 +51,20 @@ export const indexRowsSql = (index: IndexName, sourceFile: string): string =>
 	INDEXES[index].select(`read_parquet(${quote(sourceFile)})`);
 
 /** The COPY options for a file of `rows` rows (see PARQUET_OPTIONS for the dictionary limit). */
-export function parquetCopyOptions(rows: number, rowGroupSize: number = PARQUET_OPTIONS.ROW_GROUP_SIZE): string {
-	const options = { ...PARQUET_OPTIONS, ROW_GROUP_SIZE: rowGroupSize };
-	const fixed = Object.entries(options).map(([k, v]) => `${k} ${typeof v === "string" ? quote(v) : v}`);
-	return `FORMAT parquet, ${fixed.join(", ")}, DICTIONARY_SIZE_LIMIT ${Math.min(rows, rowGroupSize) + 1}`;
+export function parquetCopyOptions(rows: number): string {
+	const fixed = Object.entries(PARQUET_OPTIONS).map(([k, v]) => `${k} ${typeof v === "string" ? quote(v) : v}`);
+	return `FORMAT parquet, ${fixed.join(", ")}, DICTIONARY_SIZE_LIMIT ${Math.min(rows, PARQUET_OPTIONS.ROW_GROUP_SIZE) + 1}`;
 }
 
-/** Row groups of index files: a wallet lookup decodes one whole row group of every column, so
- * smaller groups than the datasets' make a quiet wallet's page cheaper (BENCHMARKS.md). */
+/**
+ * Options of index files. Row groups are smaller than the datasets': a wallet lookup decodes one
+ * whole row group of every column, so a quiet wallet's page gets cheaper. DuckDB's default
+ * dictionary limit is kept: min/max statistics of the sorted `address` column do the pruning,
+ * and bloom filters on every high-cardinality column would add about a third to the files
+ * (BENCHMARKS.md); `address` itself repeats enough to stay dictionary-encoded, with a bloom filter.
+ */
 export const INDEX_ROW_GROUP_SIZE = 16_384;
+const INDEX_COPY_OPTIONS = `FORMAT parquet, COMPRESSION ${quote(PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEX_ROW_GROUP_SIZE}`;
 
 /**
  * A DuckDB-backed Parquet writer. Rows go through newline-delimited JSON into DuckDB's JSON
@@ -102,16 +107,13 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			return n;
 		},
 		async derive(index, sourceFile, path) {
-			const rows = indexRowsSql(index, sourceFile);
-			const counted = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM (${rows})`);
-			const n = Number(counted.getRowObjectsJS()[0]?.n ?? 0);
 			await mkdir(dirname(path), { recursive: true });
 			const tmp = `${path}.tmp`;
-			await conn.run(
-				`COPY (${rows} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${parquetCopyOptions(n, INDEX_ROW_GROUP_SIZE)})`,
+			const copied = await conn.runAndReadAll(
+				`COPY (${indexRowsSql(index, sourceFile)} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${INDEX_COPY_OPTIONS})`,
 			);
 			await rename(tmp, path);
-			return n;
+			return Number(copied.getRows()[0]?.[0] ?? 0);
 		},
 		close() {
 			conn.closeSync();

@@ -1,0 +1,151 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createFollower, type FollowEvent } from "../../src/follow/follower.js";
+import { createStore } from "../../src/query/store.js";
+import { findTransfers } from "../../src/query/transfers.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { removeUnlisted } from "../../src/store/chunk-store.js";
+import { partitionPath } from "../../src/store/layout.js";
+import { type ChunkEntry, loadManifest } from "../../src/store/manifest.js";
+import { parseChainId } from "../../src/util/chain.js";
+import { createMemoryLogger } from "../../src/util/logger.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { INDEX_SIDES, indexDiff } from "../helpers/index-rows.js";
+import { nodeCall } from "../helpers/node-rpc.js";
+
+/**
+ * The follower's compaction (one-block head files merged into their partition's file once final)
+ * keeps the index files: the merged chunk lists both indexes, and its index files hold exactly
+ * the rows derived from its merged dataset files, which are the rows of the one-block chunks'
+ * index files it replaces.
+ */
+const CHAIN = 31337;
+const CHAIN_ID = `eip155-${CHAIN}`;
+let anvil: AnvilInstance;
+let root: string;
+let follower: ReturnType<typeof createFollower>;
+let accounts: string[];
+let db: DuckDBInstance;
+
+const rpc = (method: string, params: unknown[]) => nodeCall(anvil.url, method, params);
+const send = (from: string, to: string, wei: number) =>
+	rpc("eth_sendTransaction", [{ from, to, value: `0x${wei.toString(16)}` }]);
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	accounts = (await rpc("eth_accounts", [])) as string[];
+	root = await mkdtemp(join(tmpdir(), "chainlake-compact-idx-"));
+	const logger = createMemoryLogger();
+	follower = createFollower({
+		rpc: createRpcClient({ urls: [anvil.url], logger }),
+		chain: parseChainId(CHAIN_ID),
+		dataDir: root,
+		logger,
+		traces: "parity",
+		finalityDepth: 2,
+		partitionSize: 4,
+	});
+	db = await DuckDBInstance.create(":memory:");
+});
+
+afterAll(async () => {
+	await follower?.stop();
+	db?.closeSync();
+	await anvil?.stop();
+	await rm(root, { recursive: true, force: true });
+});
+
+const [a0, a1, a2] = [0, 1, 2];
+
+describe("compaction on the follower", () => {
+	it("gives the merged chunk index files equal to the rows derived from its datasets", async () => {
+		// Blocks 1..6, one transaction each; a self-transfer in block 5 (one index row, not two).
+		for (let i = 1; i <= 6; i++) {
+			const from = accounts[i % 2 === 0 ? a0 : a1] as string;
+			await send(from, i === 5 ? from : (accounts[a2] as string), i);
+		}
+		await follower.step();
+		// Head 6, final up to 4: [0..3] and [4..4] as chunks, then one-block chunks 5 and 6.
+		let m = await loadManifest(root, CHAIN_ID, CHAIN);
+		expect(m.chunks.map((c) => [c.from, c.to])).toEqual([
+			[0, 3],
+			[4, 4],
+			[5, 5],
+			[6, 6],
+		]);
+		for (const c of m.chunks)
+			expect([...(c.indexes ?? [])].sort(), `${c.from}`).toEqual(Object.keys(INDEX_SIDES).sort());
+
+		// Blocks 7..10: 4..7 becomes final and whole, and is compacted into one chunk.
+		for (let i = 7; i <= 10; i++) await send(accounts[a2] as string, accounts[a0] as string, i);
+		const events: FollowEvent[] = await follower.step();
+		expect(events).toContainEqual({ type: "compact", from: 4, to: 7, files: 4 });
+		m = await loadManifest(root, CHAIN_ID, CHAIN);
+		const merged = m.chunks.find((c) => c.from === 4) as ChunkEntry;
+		expect([merged.from, merged.to]).toEqual([4, 7]);
+		expect([...(merged.indexes ?? [])].sort()).toEqual(Object.keys(INDEX_SIDES).sort());
+
+		for (const [index, [source]] of Object.entries(INDEX_SIDES) as [
+			keyof typeof INDEX_SIDES,
+			readonly ["transfers" | "transactions", string, string],
+		][]) {
+			const file = partitionPath(root, CHAIN_ID, index, merged);
+			expect(existsSync(file), file).toBe(true);
+			// Equal to the rows derived from the merged dataset file...
+			const derived = await indexDiff(db, index, file, [partitionPath(root, CHAIN_ID, source, merged)]);
+			expect(derived, index).toEqual({
+				extra: 0,
+				missing: 0,
+				rows: derived.expected,
+				expected: derived.rows,
+				sorted: true,
+			});
+			// ...and from the one-block files it replaced (still on disk during the grace period).
+			const replaced = await oneBlockFiles(source, [4, 5, 6, 7]);
+			const fromParts = await indexDiff(db, index, file, replaced);
+			expect(fromParts, index).toEqual(derived);
+			// One transaction (and one native transfer) a block; the self-transfer in block 5 once.
+			expect(derived.rows, index).toBe(2 * 4 - 1);
+		}
+
+		// Through the query layer: the wallet list (read through the merged index) has every transfer once.
+		const store = await createStore(root);
+		try {
+			const page = { start: 0, end: 10, limit: 100, order: "asc" as const };
+			const list = await findTransfers(store.snapshot(CHAIN_ID), { address: accounts[a2] as string }, page);
+			expect(list.rows.map((r) => Number(r.value))).toEqual([1, 2, 3, 4, 6, 7, 8, 9, 10]);
+			const self = await findTransfers(store.snapshot(CHAIN_ID), { address: accounts[a1] as string }, page);
+			expect(self.rows.map((r) => Number(r.value))).toEqual([1, 3, 5]);
+		} finally {
+			store.close();
+		}
+
+		// The replaced one-block index files are unlisted now: the next start's clean-up deletes them.
+		await follower.stop();
+		const leftovers = await Promise.all(Object.keys(INDEX_SIDES).map((i) => oneBlockFiles(i, [4, 5, 6, 7])));
+		const removed = await removeUnlisted(root, await loadManifest(root, CHAIN_ID, CHAIN));
+		expect(removed.filter((f) => f.includes("_by_address")).sort()).toEqual(
+			leftovers
+				.flat()
+				.map((f) => f.slice(join(root, CHAIN_ID).length + 1))
+				.sort(),
+		);
+		for (const f of leftovers.flat()) expect(existsSync(f), f).toBe(false);
+		for (const i of Object.keys(INDEX_SIDES)) expect(existsSync(partitionPath(root, CHAIN_ID, i, merged))).toBe(true);
+	});
+});
+
+/** The one-block files of `dataset` for these blocks (replaced by compaction, deleted only after a grace period). */
+async function oneBlockFiles(dataset: string, blocks: number[]): Promise<string[]> {
+	const names = await readdir(join(root, CHAIN_ID, dataset));
+	return blocks.map((n) => {
+		const pad = String(n).padStart(12, "0");
+		const found = names.filter((f) => f.startsWith(`${dataset}_${pad}_${pad}_`));
+		expect(found, `${dataset} block ${n}`).toHaveLength(1);
+		return join(root, CHAIN_ID, dataset, found[0] as string);
+	});
+}

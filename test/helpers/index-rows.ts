@@ -1,0 +1,55 @@
+import type { DuckDBInstance } from "@duckdb/node-api";
+
+/** index → [source dataset, first side, second side], written out here independently of src/store/indexes.ts. */
+export const INDEX_SIDES = {
+	transfers_by_address: ["transfers", "sender", "recipient"],
+	transactions_by_address: ["transactions", "from_address", "to_address"],
+} as const;
+
+const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/**
+ * Compares an index file with the rows it should hold, computed from its source dataset
+ * file(s): one row per side (`address` = the first side, then the second side only if it is
+ * set and differs), with every source column. Returns the rows in the file but not expected
+ * (`extra`) and expected but not in the file (`missing`) as multisets, both counts, and whether
+ * the file's rows come in (address, id) order with no key twice.
+ */
+export async function indexDiff(
+	db: DuckDBInstance,
+	index: keyof typeof INDEX_SIDES,
+	indexFile: string,
+	sourceFiles: string[],
+) {
+	const [, a, b] = INDEX_SIDES[index];
+	const src = `read_parquet([${sourceFiles.map(quote).join(", ")}])`;
+	const file = `read_parquet(${quote(indexFile)})`;
+	const expected = `(SELECT ${a} AS address, * FROM ${src} WHERE ${a} IS NOT NULL
+		UNION ALL SELECT ${b} AS address, * FROM ${src} WHERE ${b} IS NOT NULL AND ${b} <> ${a})`;
+	const conn = await db.connect();
+	try {
+		const [counts] = (
+			await conn.runAndReadAll(
+				`SELECT (SELECT count(*) FROM (SELECT * FROM ${file} EXCEPT ALL SELECT * FROM ${expected}))::INT AS extra,
+				        (SELECT count(*) FROM (SELECT * FROM ${expected} EXCEPT ALL SELECT * FROM ${file}))::INT AS missing,
+				        (SELECT count(*) FROM ${file})::INT AS rows,
+				        (SELECT count(*) FROM ${expected})::INT AS expected`,
+			)
+		).getRowObjectsJS() as { extra: number; missing: number; rows: number; expected: number }[];
+		// The file's own order (one file is read in order), compared with JavaScript's sort.
+		const keys = (await conn.runAndReadAll(`SELECT address, id FROM ${file}`)).getRowObjectsJS() as {
+			address: string;
+			id: string;
+		}[];
+		const sorted = [...keys].sort((x, y) =>
+			x.address === y.address ? (x.id < y.id ? -1 : x.id > y.id ? 1 : 0) : x.address < y.address ? -1 : 1,
+		);
+		const unique = new Set(keys.map((k) => `${k.address}/${k.id}`)).size === keys.length;
+		return {
+			...(counts as { extra: number; missing: number; rows: number; expected: number }),
+			sorted: JSON.stringify(keys) === JSON.stringify(sorted) && unique,
+		};
+	} finally {
+		conn.closeSync();
+	}
+}

@@ -1,0 +1,373 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { cp, mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ListResult, Page } from "../../src/query/list.js";
+import { createStore, type Params, type Snapshot, type Store } from "../../src/query/store.js";
+import { findWalletTransactions } from "../../src/query/transactions.js";
+import { type AssetFilter, findTransfers } from "../../src/query/transfers.js";
+import { manifestPath } from "../../src/store/layout.js";
+import type { Manifest } from "../../src/store/manifest.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
+import { backfillInto } from "../helpers/anvil-chain.js";
+import { nodeCall } from "../helpers/node-rpc.js";
+
+/**
+ * Wallet lists read through the index files (src/query/list.ts picks them where every chunk of a
+ * window has them) must equal a plain DuckDB query over the dataset files, page by page: the ids
+ * in order and has_more, for every workload address, direction and counterparty, both orders,
+ * limits 1, 2, 3, 7 and 1000, paging with `after` to the end, over the whole history and over
+ * ranges that cut through chunks. The same query layer over a copy of the folder whose manifest
+ * lists no indexes (the fallback), and over one that lists them for every other chunk only
+ * (windows mixing both), must give the very same rows.
+ *
+ * Partitions are 8 blocks, so a wallet's history spans many chunks and the windowed listing
+ * (1, 2, 4, ... chunks at a time) goes through several windows.
+ */
+const CHAIN = 31337;
+const CHAIN_ID = `eip155-${CHAIN}`;
+const LIMITS = [1, 2, 3, 7, 1000];
+const ORDERS = ["asc", "desc"] as const;
+const ZERO = `0x${"0".repeat(40)}`;
+const NOBODY = `0x${"7".repeat(40)}`;
+
+let anvil: AnvilInstance;
+let work: WorkloadResult;
+let root: string;
+let head: number;
+let addresses: string[];
+/** The stores under test: indexes everywhere, none (fallback), and every other chunk. */
+let stores: { name: string; store: Store }[];
+let reference: DuckDBInstance;
+let refFiles: { transfers: string; transactions: string };
+let calls = 0;
+
+const rpc = (method: string, params: unknown[]) => nodeCall(anvil.url, method, params);
+
+/** Rewrites a copy's manifest: `keep(i)` says whether chunk i keeps its `indexes`. */
+async function copyWithIndexes(from: string, to: string, keep: (i: number) => boolean) {
+	await cp(from, to, { recursive: true });
+	const path = manifestPath(to, CHAIN_ID);
+	const m = JSON.parse(readFileSync(path, "utf8")) as Manifest;
+	m.chunks.forEach((c, i) => {
+		if (!keep(i)) delete c.indexes;
+	});
+	writeFileSync(path, `${JSON.stringify(m, null, 1)}\n`);
+	return m;
+}
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	work = await runWorkload({ rpcUrl: anvil.url });
+	// A little more history on top of the workload, one block a transaction: a self-transfer (one
+	// index row, not two), a zero-value transaction (no transfer) and transfers among the accounts.
+	const a = work.accounts;
+	await rpc("eth_sendTransaction", [{ from: a.alice, to: a.alice, value: "0x7" }]);
+	await rpc("eth_sendTransaction", [{ from: a.bob, to: a.carol, value: "0x0" }]);
+	for (const [from, to] of [
+		[a.carol, a.alice],
+		[a.dave, a.bob],
+		[a.alice, a.deployer],
+		[a.bob, a.alice],
+	] as const) {
+		await rpc("eth_sendTransaction", [{ from, to, value: "0x3" }]);
+	}
+	head = Number(await rpc("eth_blockNumber", []));
+	root = await mkdtemp(join(tmpdir(), "chainlake-index-listing-"));
+	const indexed = join(root, "indexed");
+	await backfillInto(indexed, anvil.url, CHAIN, { traces: "parity", partitionSize: 8 });
+	await copyWithIndexes(indexed, join(root, "plain"), () => false);
+	const mixed = await copyWithIndexes(indexed, join(root, "mixed"), (i) => i % 2 === 0);
+	expect(mixed.chunks.length).toBeGreaterThanOrEqual(5);
+	stores = [
+		{ name: "indexed", store: await createStore(indexed) },
+		{ name: "plain", store: await createStore(join(root, "plain")) },
+		{ name: "mixed", store: await createStore(join(root, "mixed")) },
+	];
+	addresses = [...Object.values(work.accounts), ...Object.values(work.contracts), ZERO, NOBODY];
+	reference = await DuckDBInstance.create(":memory:");
+	const glob = (d: string) => `'${join(indexed, CHAIN_ID, d)}/*.parquet'`;
+	refFiles = { transfers: glob("transfers"), transactions: glob("transactions") };
+});
+
+afterAll(async () => {
+	for (const s of stores ?? []) s.store.close();
+	reference?.closeSync();
+	await anvil?.stop();
+	await rm(root, { recursive: true, force: true });
+});
+
+/** The reference: every matching id in chain order, by a plain query over the dataset files. */
+async function referenceIds(sql: string, params: Params): Promise<string[]> {
+	const conn = await reference.connect();
+	try {
+		const r = await conn.runAndReadAll(sql, params);
+		return r.getRowObjectsJS().map((row) => String(row.id));
+	} finally {
+		conn.closeSync();
+	}
+}
+
+type Lister = (db: Snapshot, page: Page) => Promise<ListResult>;
+
+/** Every page from the first to the one without has_more. */
+async function allPages(store: Store, list: Lister, base: Omit<Page, "after">) {
+	const pages: ListResult[] = [];
+	let after: string | undefined;
+	for (let guard = 0; guard < 500; guard++) {
+		calls++;
+		const page = await list(store.snapshot(CHAIN_ID), { ...base, after });
+		pages.push(page);
+		if (!page.hasMore) return pages;
+		after = String(page.rows.at(-1)?.id);
+	}
+	throw new Error("paging did not end");
+}
+
+/** The pages `ids` (in the page's order) must come in: `limit` at a time, has_more on all but the last. */
+function expectedPages(ids: string[], limit: number) {
+	const out: { ids: string[]; hasMore: boolean }[] = [];
+	for (let i = 0; i === 0 || i < ids.length; i += limit) {
+		out.push({ ids: ids.slice(i, i + limit), hasMore: i + limit < ids.length });
+	}
+	return out;
+}
+
+/**
+ * Lists with both orders and each of `limits`, paging to the end, through each of `through`
+ * (the stores, at once), against the reference ids.
+ */
+async function checkAll(
+	label: string,
+	list: Lister,
+	ascIds: string[],
+	range: { start: number; end: number },
+	{ limits = LIMITS, through = ["indexed", "plain", "mixed"] } = {},
+) {
+	for (const order of ORDERS) {
+		const ids = order === "asc" ? ascIds : [...ascIds].reverse();
+		for (const limit of limits) {
+			const want = expectedPages(ids, limit);
+			const chosen = stores.filter((s) => through.includes(s.name));
+			const got = await Promise.all(chosen.map((s) => allPages(s.store, list, { ...range, limit, order })));
+			for (const [k, pages] of got.entries()) {
+				const where = `${label} ${order} limit ${limit} via ${chosen[k]?.name}`;
+				expect(
+					pages.map((p) => ({ ids: p.rows.map((r) => String(r.id)), hasMore: p.hasMore })),
+					where,
+				).toEqual(want);
+				// Whole rows, not just ids, are the same whichever files they came from.
+				expect(pages, where).toEqual(got[0]);
+			}
+		}
+	}
+}
+
+type Range = { name: string; start: number; end: number };
+const WHOLE = (): Range => ({ name: "whole history", start: 0, end: head });
+/** Ranges that cut through chunks at both ends (partitions of 8: 0..7, 8..15, ...). */
+const CUTS = (): Range[] => [
+	{ name: `blocks 5..${head - 3}`, start: 5, end: head - 3 },
+	{ name: "blocks 11..29", start: 11, end: 29 },
+];
+
+/** SQL of the reference for one side-filter: address on either side, or one of them, and a counterparty. */
+function sides(
+	[a, b]: readonly [string, string],
+	direction: "incoming" | "outgoing" | undefined,
+	counterparty: string | undefined,
+): string {
+	const mine =
+		direction === "outgoing"
+			? `${a} = $address`
+			: direction === "incoming"
+				? `${b} = $address`
+				: `(${a} = $address OR ${b} = $address)`;
+	if (!counterparty) return mine;
+	const theirs =
+		direction === "outgoing"
+			? `${b} = $cp`
+			: direction === "incoming"
+				? `${a} = $cp`
+				: `((${a} = $address AND ${b} = $cp) OR (${b} = $address AND ${a} = $cp))`;
+	return `${mine} AND ${theirs}`;
+}
+
+/** The address `address` has exchanged most rows with (the busiest counterparty), if any. */
+async function counterpartyOf(address: string, table: string, [a, b]: readonly [string, string]) {
+	const conn = await reference.connect();
+	try {
+		const r = await conn.runAndReadAll(
+			`SELECT other, count(*) AS n FROM (SELECT ${b} AS other FROM ${table} WHERE ${a} = $address UNION ALL SELECT ${a} FROM ${table} WHERE ${b} = $address)
+			 WHERE other IS NOT NULL AND other <> $address GROUP BY other ORDER BY n DESC, other LIMIT 1`,
+			{ address },
+		);
+		return r.getRowObjectsJS().map((row) => String(row.other));
+	} finally {
+		conn.closeSync();
+	}
+}
+
+const DIRECTIONS = [undefined, "incoming", "outgoing"] as const;
+type Direction = (typeof DIRECTIONS)[number];
+
+/** Which limits and copies a case is listed with (every pair of an order and a limit is paged to the end). */
+type Plan = { limits: number[]; through: string[] }[];
+const BOTH_PATHS = ["indexed", "plain"];
+const EVERY = ["indexed", "plain", "mixed"];
+
+/**
+ * The plan of a case. With CHAINLAKE_INDEX_MATRIX=full, the whole matrix: every case, every limit,
+ * through every copy (about 3 minutes on 2 busy cores). By default about 20 s a list kind: every
+ * limit through the indexed and plain copies for the address on either side over the whole
+ * history (the mixed copy at limits 3 and 1000), fewer limits for the rest.
+ */
+function planOf(direction: Direction, counterparty: string | undefined, range: string): Plan {
+	if (process.env.CHAINLAKE_INDEX_MATRIX === "full") return [{ limits: LIMITS, through: EVERY }];
+	if (counterparty === NOBODY) return [{ limits: [1000], through: EVERY }];
+	if (counterparty) return [{ limits: [2, 1000], through: BOTH_PATHS }];
+	if (direction) return [{ limits: [3, 1000], through: BOTH_PATHS }];
+	if (range === CUTS()[0]?.name) return [{ limits: [2, 7, 1000], through: BOTH_PATHS }];
+	if (range === CUTS()[1]?.name) return [{ limits: [3, 1000], through: EVERY }];
+	return [
+		{ limits: LIMITS, through: BOTH_PATHS },
+		{ limits: [3, 1000], through: ["mixed"] },
+	];
+}
+
+/**
+ * One kind of wallet list against the reference: every address on either side, over the whole
+ * history and over ranges cutting through chunks; for an address with rows, also each direction
+ * and each counterparty (the busiest, and one never seen) in every direction; listed as planOf
+ * says. Returns how many cases had rows.
+ */
+async function matrix(
+	table: string,
+	columns: readonly [string, string],
+	extra: string,
+	list: (address: string, direction: Direction, counterparty: string | undefined) => Lister,
+) {
+	let nonEmpty = 0;
+	const started = performance.now();
+	calls = 0;
+	const full = process.env.CHAINLAKE_INDEX_MATRIX === "full";
+	const check = async (address: string, direction: Direction, counterparty: string | undefined, range: Range) => {
+		const ids = await referenceIds(
+			`SELECT id FROM read_parquet(${table}) WHERE ${sides(columns, direction, counterparty)}${extra}
+			 AND block_number BETWEEN $start AND $end ORDER BY id`,
+			{ address, start: range.start, end: range.end, ...(counterparty ? { cp: counterparty } : {}) },
+		);
+		if (ids.length > 0) nonEmpty++;
+		const label = `${address} ${direction ?? "either side"} counterparty ${counterparty ?? "-"} ${range.name}`;
+		for (const p of planOf(direction, counterparty, range.name)) {
+			await checkAll(label, list(address, direction, counterparty), ids, range, p);
+		}
+		return ids.length;
+	};
+	for (const address of addresses) {
+		const rows = await check(address, undefined, undefined, WHOLE());
+		for (const range of CUTS()) await check(address, undefined, undefined, range);
+		if (rows === 0 && !full) continue;
+		const cps = [undefined, ...(await counterpartyOf(address, table, columns)), NOBODY];
+		for (const direction of DIRECTIONS) {
+			for (const counterparty of cps) {
+				if (direction || counterparty) await check(address, direction, counterparty, WHOLE());
+			}
+		}
+	}
+	console.log(`${calls} pages listed in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+	return nonEmpty;
+}
+
+const ALL_ASSETS: AssetFilter[] = ["native", "ft", "nft"];
+
+describe("wallet listing through the index files", () => {
+	it("reads the index files where the manifest lists them", async () => {
+		// A copy whose index files are emptied (still listed): a wallet's lists come out empty,
+		// so the query layer does read them (and the other cases compare two real paths).
+		const emptied = join(root, "emptied");
+		await cp(join(root, "indexed"), emptied, { recursive: true });
+		const db = await DuckDBInstance.create(":memory:");
+		const conn = await db.connect();
+		for (const i of ["transfers_by_address", "transactions_by_address"]) {
+			for (const f of await readdir(join(emptied, CHAIN_ID, i))) {
+				const path = join(emptied, CHAIN_ID, i, f);
+				await conn.run(`COPY (SELECT * FROM read_parquet('${path}') WHERE false) TO '${path}.new' (FORMAT parquet)`);
+				await cp(`${path}.new`, path);
+				await rm(`${path}.new`);
+			}
+		}
+		conn.closeSync();
+		db.closeSync();
+		const store = await createStore(emptied);
+		try {
+			const page: Page = { start: 0, end: head, limit: 100, order: "asc" };
+			const alice = work.accounts.alice;
+			const real = stores[0]?.store as Store;
+			expect((await findTransfers(real.snapshot(CHAIN_ID), { address: alice }, page)).rows.length).toBeGreaterThan(10);
+			expect((await findTransfers(store.snapshot(CHAIN_ID), { address: alice }, page)).rows).toEqual([]);
+			expect((await findWalletTransactions(store.snapshot(CHAIN_ID), { address: alice }, page)).rows).toEqual([]);
+			// Lists that are not a wallet's read the dataset files: unaffected.
+			const token = work.contracts.token20;
+			const ids = async (s: Store) =>
+				(await findTransfers(s.snapshot(CHAIN_ID), { token }, page)).rows.map((r) => r.id);
+			expect(await ids(store)).toEqual(await ids(real));
+			expect((await ids(real)).length).toBeGreaterThan(3);
+		} finally {
+			store.close();
+		}
+	});
+
+	it("findTransfers (asset types native, ft, nft) equals the plain query", async () => {
+		const nonEmpty = await matrix(
+			refFiles.transfers,
+			["sender", "recipient"],
+			" AND asset_type IN ('native', 'ft', 'nft')",
+			(address, direction, counterparty) => (db, page) =>
+				findTransfers(db, { address, direction, counterparty, assets: ALL_ASSETS }, page),
+		);
+		expect(nonEmpty).toBeGreaterThan(40);
+	});
+
+	it("findTransfers equals the plain query for each asset type alone", async () => {
+		const kinds: [AssetFilter, string][] = [
+			["native", "asset_type = 'native'"],
+			["ft", "asset_type = 'ft'"],
+			["nft", "asset_type = 'nft'"],
+			["multi", "token_standard = 'erc1155'"],
+		];
+		const seen = new Set<string>();
+		const range = WHOLE();
+		for (const address of addresses) {
+			const any = await referenceIds(
+				`SELECT id FROM read_parquet(${refFiles.transfers}) WHERE sender = $address OR recipient = $address`,
+				{ address },
+			);
+			if (any.length === 0) continue; // (lists of addresses without transfers are checked above)
+			for (const [asset, condition] of kinds) {
+				const ids = await referenceIds(
+					`SELECT id FROM read_parquet(${refFiles.transfers}) WHERE (sender = $address OR recipient = $address) AND ${condition} ORDER BY id`,
+					{ address },
+				);
+				if (ids.length > 0) seen.add(asset);
+				const run: Lister = (db, page) => findTransfers(db, { address, assets: [asset] }, page);
+				await checkAll(`${address} ${asset}`, run, ids, range, { limits: [2, 1000], through: BOTH_PATHS });
+			}
+		}
+		expect([...seen].sort()).toEqual(["ft", "multi", "native", "nft"]);
+	});
+
+	it("findWalletTransactions equals the plain query", async () => {
+		const nonEmpty = await matrix(
+			refFiles.transactions,
+			["from_address", "to_address"],
+			"",
+			(address, direction, counterparty) => (db, page) =>
+				findWalletTransactions(db, { address, direction, counterparty }, page),
+		);
+		expect(nonEmpty).toBeGreaterThan(40);
+	});
+});
