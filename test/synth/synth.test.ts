@@ -1,0 +1,372 @@
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { asyncBufferFromFile, parquetMetadataAsync, parquetRead, parquetSchema } from "hyparquet";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/api/app.js";
+import { createKeyring } from "../../src/api/keys.js";
+import { DATASETS, type DatasetName } from "../../src/extract/rows.js";
+import { createStore } from "../../src/query/store.js";
+import { INDEX_NAMES, INDEXES, type IndexName } from "../../src/store/indexes.js";
+import { partitionPath } from "../../src/store/layout.js";
+import { loadManifest, type Manifest } from "../../src/store/manifest.js";
+import { INDEX_ROW_GROUP_SIZE, PARQUET_OPTIONS } from "../../src/store/parquet-writer.js";
+import { SCHEMAS } from "../../src/store/schema.js";
+import type { Scale } from "../../src/synth/scales.js";
+import { writeSynthChain } from "../../src/synth/synth.js";
+import { computeTargets, type SynthTargets } from "../../src/synth/targets.js";
+import { parseChainId } from "../../src/util/chain.js";
+import { zstdDecompress } from "../helpers/zstd.js";
+
+/**
+ * The synthetic chain generator at a tiny scale: the files it writes are what the backfill
+ * writes (manifest, columns and types of src/store/schema.ts, sorted unique ids, index files,
+ * bloom filters), readable by an independent Parquet reader (hyparquet, with a zstd decoder of
+ * test/helpers), resumable, byte-for-byte deterministic, and served by the API.
+ */
+const SCALE: Scale = { blocks: 900, accounts: 2000, contracts: 50, factories: 5, partitionSize: 300 };
+const CHAIN = parseChainId("eip155-1");
+const KEY = "synth-key";
+let root: string;
+let dir: string;
+let manifest: Manifest;
+let db: DuckDBInstance;
+let firstRun: Awaited<ReturnType<typeof writeSynthChain>>;
+let targets: SynthTargets;
+
+const q = (s: string) => `'${s.replaceAll("'", "''")}'`;
+const chainFolder = (d: string) => join(d, CHAIN.id);
+
+/** Every file under a folder (relative path → sha256 and mtime). */
+function snapshotFiles(folder: string): Map<string, { sha: string; mtime: number }> {
+	const out = new Map<string, { sha: string; mtime: number }>();
+	const walk = (d: string) => {
+		for (const e of readdirSync(d, { withFileTypes: true })) {
+			const p = join(d, e.name);
+			if (e.isDirectory()) walk(p);
+			else
+				out.set(relative(folder, p), {
+					sha: createHash("sha256").update(readFileSync(p)).digest("hex"),
+					mtime: statSync(p).mtimeMs,
+				});
+		}
+	};
+	walk(folder);
+	return out;
+}
+
+async function rows(sql: string): Promise<Record<string, unknown>[]> {
+	const conn = await db.connect();
+	try {
+		return (await conn.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[];
+	} finally {
+		conn.closeSync();
+	}
+}
+
+/** Every file the manifest lists: dataset or index, its chunk and path. */
+const listed = () =>
+	manifest.chunks.flatMap((c) =>
+		[...c.datasets, ...(c.indexes ?? [])].map((name) => ({
+			name: name as DatasetName | IndexName,
+			chunk: c,
+			path: partitionPath(dir, CHAIN.id, name, c),
+		})),
+	);
+
+/** Columns and DuckDB types a file of `name` must have. */
+function expectedColumns(name: DatasetName | IndexName): [string, string][] {
+	const index = (INDEXES as Record<string, { source: DatasetName }>)[name];
+	const schema = SCHEMAS[index ? index.source : (name as DatasetName)] as Record<string, readonly [string, string]>;
+	const columns = Object.entries(schema).map(([c, [type]]) => [c, type] as [string, string]);
+	return index ? [["address", "VARCHAR"], ...columns] : columns;
+}
+
+/** The key a file is sorted by, as SQL over its columns. */
+const keyOf = (name: DatasetName | IndexName) =>
+	name in INDEXES ? "address || '/' || id" : name === "blocks" ? "lpad(number::VARCHAR, 20, '0')" : "id";
+
+beforeAll(async () => {
+	root = await mkdtemp(join(tmpdir(), "chainlake-synth-"));
+	dir = join(root, "a");
+	firstRun = await writeSynthChain({ scale: SCALE, chain: CHAIN, dataDir: dir, partitionSize: SCALE.partitionSize });
+	manifest = await loadManifest(dir, CHAIN.id, CHAIN.number);
+	db = await DuckDBInstance.create(":memory:");
+	targets = await computeTargets(dir, CHAIN.id);
+});
+
+afterAll(async () => {
+	db?.closeSync();
+	await rm(root, { recursive: true, force: true });
+});
+
+describe("writeSynthChain", () => {
+	it("lists 3 chunks with every dataset and both indexes, their row counts true", async () => {
+		expect(firstRun.chunks).toBe(3);
+		expect(manifest.chunks.map((c) => [c.from, c.to])).toEqual([
+			[0, 299],
+			[300, 599],
+			[600, 899],
+		]);
+		for (const c of manifest.chunks) {
+			expect(c.datasets).toEqual(DATASETS);
+			expect([...(c.indexes ?? [])].sort()).toEqual([...INDEX_NAMES].sort());
+		}
+		// Chained like a real chain: each chunk's first parent is the previous chunk's last block.
+		for (let i = 1; i < manifest.chunks.length; i++) {
+			expect(manifest.chunks[i]?.first_parent_hash).toBe(manifest.chunks[i - 1]?.last_hash);
+		}
+		for (const { name, chunk, path } of listed()) {
+			if (!(name in INDEXES)) {
+				const [n] = await rows(`SELECT count(*)::INT AS n FROM read_parquet(${q(path)})`);
+				expect(n?.n, `${name} ${chunk.from}`).toBe(chunk.rows[name as DatasetName]);
+			}
+		}
+		// Per chunk: the blocks of its range; totals as returned.
+		const totals: Record<string, number> = {};
+		for (const c of manifest.chunks) {
+			expect(c.rows.blocks).toBe(300);
+			for (const [d, n] of Object.entries(c.rows)) totals[d] = (totals[d] ?? 0) + (n as number);
+		}
+		expect(firstRun.rows).toEqual(totals);
+		// The shape src/synth/scales.ts documents: about 20 transactions a block, 3 logs and 5 transfers a transaction.
+		const per = (a: string, b: string) => (totals[a] as number) / (totals[b] as number);
+		expect(per("transactions", "blocks")).toBeGreaterThan(18);
+		expect(per("transactions", "blocks")).toBeLessThan(22);
+		expect(per("logs", "transactions")).toBeCloseTo(3, 0);
+		expect(per("transfers", "transactions")).toBeGreaterThan(4.5);
+		expect(per("transfers", "transactions")).toBeLessThan(5.5);
+		// Nothing but the listed files (and the manifest) in the chain folder.
+		const files = [...snapshotFiles(chainFolder(dir)).keys()].sort();
+		expect(files).toEqual(["_manifest.json", ...listed().map((f) => relative(chainFolder(dir), f.path))].sort());
+	});
+
+	it("writes every file with the columns and DuckDB types of src/store/schema.ts", async () => {
+		for (const { name, chunk, path } of listed()) {
+			const described = await rows(`DESCRIBE SELECT * FROM read_parquet(${q(path)})`);
+			expect(
+				described.map((d) => [d.column_name, d.column_type]),
+				`${name} ${chunk.from}`,
+			).toEqual(expectedColumns(name));
+		}
+	});
+
+	it("writes ids unique and sorted within each file (indexes by address, then id)", async () => {
+		for (const { name, chunk, path } of listed()) {
+			const key = keyOf(name);
+			const [r] = await rows(
+				`SELECT count(*)::INT AS n, count(DISTINCT k)::INT AS distinct_keys,
+				        count(*) FILTER (WHERE prev >= k)::INT AS out_of_order
+				 FROM (SELECT ${key} AS k, lag(${key}) OVER (ORDER BY file_row_number) AS prev
+				       FROM read_parquet(${q(path)}, file_row_number = true))`,
+			);
+			expect(r, `${name} ${chunk.from}`).toEqual({ n: r?.n, distinct_keys: r?.n, out_of_order: 0 });
+		}
+		// The blocks are exactly 0..899.
+		const [b] = await rows(
+			`SELECT count(*)::INT AS n, min(number)::INT AS lo, max(number)::INT AS hi FROM read_parquet(${q(`${chainFolder(dir)}/blocks/*.parquet`)})`,
+		);
+		expect(b).toEqual({ n: 900, lo: 0, hi: 899 });
+	});
+
+	it("writes files hyparquet reads in full: every column of every row, the same rows as DuckDB", async () => {
+		const compressors = { ZSTD: (input: Uint8Array, size: number) => zstdDecompress(input, size) };
+		let decoded = 0;
+		for (const { name, chunk, path } of listed()) {
+			const label = `${name} ${chunk.from}`;
+			const [duck] = await rows(`SELECT count(*)::INT AS n FROM read_parquet(${q(path)})`);
+			const file = await asyncBufferFromFile(path);
+			const meta = await parquetMetadataAsync(file);
+			expect(Number(meta.num_rows), label).toBe(duck?.n);
+			// Every column decoded (all pages), counting values per column.
+			const perColumn = new Map<string, number>();
+			const keys: unknown[][] = [];
+			const keyColumns = name in INDEXES ? ["address", "id"] : name === "blocks" ? ["number"] : ["id"];
+			await parquetRead({
+				file,
+				metadata: meta,
+				compressors,
+				onChunk: ({ columnName, columnData, rowStart }) => {
+					perColumn.set(columnName, (perColumn.get(columnName) ?? 0) + columnData.length);
+					const k = keyColumns.indexOf(columnName);
+					if (k >= 0) {
+						keys[k] ??= [];
+						for (let i = 0; i < columnData.length; i++) (keys[k] as unknown[])[rowStart + i] = columnData[i];
+					}
+				},
+			});
+			// hyparquet's own reading of the schema: the expected columns, in order.
+			expect(
+				parquetSchema(meta).children.map((c) => c.element.name),
+				label,
+			).toEqual(expectedColumns(name).map(([c]) => c));
+			expect([...perColumn.entries()].sort(), label).toEqual(
+				duck?.n === 0
+					? []
+					: expectedColumns(name)
+							.map(([c]) => [c, duck?.n])
+							.sort(),
+			);
+			decoded += (duck?.n as number) * perColumn.size;
+			// The key columns hold what DuckDB reads, value by value, in file order.
+			const viaDuck = await rows(`SELECT ${keyColumns.join(", ")} FROM read_parquet(${q(path)})`);
+			for (const [k, c] of keyColumns.entries()) {
+				expect(
+					(keys[k] ?? []).map((v) => String(v)),
+					`${label} ${c}`,
+				).toEqual(viaDuck.map((r) => String(r[c])));
+			}
+		}
+		expect(decoded).toBeGreaterThan(1_000_000);
+	});
+
+	it("writes bloom filters on the transfers sender column, which exclude an absent address", async () => {
+		const transfers = listed().filter((f) => f.name === "transfers");
+		for (const { chunk, path } of transfers) {
+			const groups = await rows(
+				`SELECT row_group_id AS g, bloom_filter_length AS len FROM parquet_metadata(${q(path)}) WHERE path_in_schema = 'sender'`,
+			);
+			expect(groups.length, `${chunk.from}`).toBeGreaterThan(0);
+			for (const g of groups) expect(Number(g.len), `${chunk.from} group ${g.g}`).toBeGreaterThan(0);
+			const probe = await rows(
+				`SELECT bloom_filter_excludes AS excl FROM parquet_bloom_probe(${q(path)}, 'sender', '0x${"f".repeat(40)}')`,
+			);
+			expect(probe.every((p) => p.excl === true)).toBe(true);
+		}
+		// The biggest file has several row groups: the filters are per group.
+		const last = transfers.at(-1)?.path as string;
+		const [g] = await rows(
+			`SELECT count(DISTINCT row_group_id)::INT AS n FROM parquet_metadata(${q(last)}) WHERE path_in_schema = 'sender'`,
+		);
+		expect(g?.n).toBeGreaterThan(1);
+	});
+
+	it("writes row groups of at most 65 536 rows (16 384 in index files), with min/max statistics on the sort key", async () => {
+		let indexGroups = 0;
+		for (const { name, chunk, path } of listed()) {
+			const column = name in INDEXES ? "address" : name === "blocks" ? "number" : "id";
+			const groups = await rows(
+				`SELECT row_group_num_rows AS n, stats_min_value AS lo, stats_max_value AS hi
+				 FROM parquet_metadata(${q(path)}) WHERE path_in_schema = '${column}' ORDER BY row_group_id`,
+			);
+			const limit = name in INDEXES ? INDEX_ROW_GROUP_SIZE : PARQUET_OPTIONS.ROW_GROUP_SIZE;
+			for (const g of groups) {
+				expect(Number(g.n), `${name} ${chunk.from}`).toBeLessThanOrEqual(limit);
+				expect(g.lo, `${name} ${chunk.from}`).not.toBeNull();
+				expect(g.hi, `${name} ${chunk.from}`).not.toBeNull();
+			}
+			if (name in INDEXES) indexGroups += groups.length;
+		}
+		expect(indexGroups).toBeGreaterThan(2 * manifest.chunks.length);
+	});
+
+	it("resumes: run again, it writes nothing and changes no file", async () => {
+		const before = snapshotFiles(chainFolder(dir));
+		const again = await writeSynthChain({
+			scale: SCALE,
+			chain: CHAIN,
+			dataDir: dir,
+			partitionSize: SCALE.partitionSize,
+		});
+		expect(again).toEqual({ chunks: 3, rows: {} });
+		expect(snapshotFiles(chainFolder(dir))).toEqual(before);
+	});
+
+	it("is deterministic: another run into another folder writes the same bytes, whatever the thread count", async () => {
+		const other = join(root, "b");
+		await writeSynthChain({
+			scale: SCALE,
+			chain: CHAIN,
+			dataDir: other,
+			partitionSize: SCALE.partitionSize,
+			threads: 1,
+		});
+		const strip = (m: Map<string, { sha: string }>) => new Map([...m].map(([k, v]) => [k, v.sha]));
+		const a = strip(snapshotFiles(chainFolder(dir)));
+		const b = strip(snapshotFiles(chainFolder(other)));
+		expect(a.size).toBe(1 + 3 * (DATASETS.length + INDEX_NAMES.length));
+		expect(b).toEqual(a);
+	});
+});
+
+describe("computeTargets", () => {
+	const transfersOf = async (address: string) => {
+		const [r] = await rows(
+			`SELECT (count(*) FILTER (WHERE sender = ${q(address)}) + count(*) FILTER (WHERE recipient = ${q(address)}))::INT AS n
+			 FROM read_parquet(${q(`${chainFolder(dir)}/transfers/*.parquet`)})`,
+		);
+		return r?.n as number;
+	};
+
+	it("picks heavy addresses busier than median ones, and median ones at least as busy as cold ones", async () => {
+		const { heavy, median, cold } = targets.addresses;
+		for (const list of [heavy, median, cold]) {
+			expect(list).toHaveLength(3);
+			// The counts are the data's own.
+			for (const t of list) expect(t.count, t.value).toBe(await transfersOf(t.value));
+		}
+		expect(Math.min(...heavy.map((t) => t.count))).toBeGreaterThan(Math.max(...median.map((t) => t.count)));
+		expect(Math.min(...median.map((t) => t.count))).toBeGreaterThanOrEqual(Math.max(...cold.map((t) => t.count)));
+		expect(heavy[0]?.count).toBeGreaterThan(10 * (median[0]?.count ?? 0));
+		// The same for accounts by transactions sent or received.
+		const tx = targets.txAccounts;
+		for (const t of [...tx.heavy, ...tx.median, ...tx.cold]) {
+			const [r] = await rows(
+				`SELECT (count(*) FILTER (WHERE from_address = ${q(t.value)}) + count(*) FILTER (WHERE to_address = ${q(t.value)}))::INT AS n
+				 FROM read_parquet(${q(`${chainFolder(dir)}/transactions/*.parquet`)})`,
+			);
+			expect(t.count, t.value).toBe(r?.n);
+		}
+		expect(Math.min(...tx.heavy.map((t) => t.count))).toBeGreaterThan(Math.max(...tx.median.map((t) => t.count)));
+		expect(Math.min(...tx.median.map((t) => t.count))).toBeGreaterThanOrEqual(Math.max(...tx.cold.map((t) => t.count)));
+		expect(targets.head).toBe(899);
+	});
+
+	it("gives transaction and block hashes that exist, and missing ones that do not", async () => {
+		const count = async (dataset: string, column: string, values: string[]) => {
+			const [r] = await rows(
+				`SELECT count(DISTINCT ${column})::INT AS n FROM read_parquet(${q(`${chainFolder(dir)}/${dataset}/*.parquet`)})
+				 WHERE ${column} IN (${values.map(q).join(", ")})`,
+			);
+			return r?.n;
+		};
+		expect(targets.txHashes.length).toBeGreaterThanOrEqual(10);
+		expect(await count("transactions", "transaction_hash", targets.txHashes)).toBe(new Set(targets.txHashes).size);
+		expect(await count("transactions", "transaction_hash", targets.missingTxHashes)).toBe(0);
+		expect(targets.blockHashes.length).toBeGreaterThanOrEqual(10);
+		expect(await count("blocks", "hash", targets.blockHashes)).toBe(new Set(targets.blockHashes).size);
+		expect(await count("blocks", "hash", targets.missingBlockHashes)).toBe(0);
+	});
+});
+
+describe("the API over a synthetic chain", () => {
+	it("answers a heavy address's transfers and a target transaction", async () => {
+		const store = await createStore(dir);
+		const app = await buildApp({
+			store,
+			keyring: createKeyring({ path: join(root, "keys.json"), envKeys: [KEY] }),
+			dataDir: dir,
+		});
+		try {
+			const get = (url: string) => app.inject({ url, headers: { authorization: `Bearer ${KEY}` } });
+			const heavy = targets.addresses.heavy[0]?.value as string;
+			const list = await get(`/eip155-1/v1/address/${heavy}/transfers?asset_type=native,ft,nft&limit=5`);
+			expect(list.statusCode, list.body).toBe(200);
+			const body = list.json() as { range: { has_more: boolean }; items: Record<string, unknown>[] };
+			expect(body.items).toHaveLength(5);
+			expect(body.range.has_more).toBe(true);
+			for (const t of body.items) expect([t.sender, t.recipient]).toContain(heavy);
+			const hash = targets.txHashes[0] as string;
+			const tx = await get(`/eip155-1/v1/txs/${hash}`);
+			expect(tx.statusCode, tx.body).toBe(200);
+			expect(tx.json()).toMatchObject({ hash });
+			expect((await get(`/eip155-1/v1/txs/${targets.missingTxHashes[0]}`)).statusCode).toBe(404);
+		} finally {
+			await app.close();
+			store.close();
+		}
+	});
+});
