@@ -34,6 +34,12 @@ let db: DuckDBInstance;
 const rpc = (method: string, params: unknown[]) => nodeCall(anvil.url, method, params);
 const send = (from: string, to: string, wei: number) =>
 	rpc("eth_sendTransaction", [{ from, to, value: `0x${wei.toString(16)}` }]);
+/** Waits until the node reports block `n` as its head (eth_blockNumber can lag a just-mined block). */
+async function headAt(n: number) {
+	for (let i = 0; i < 100 && Number(await rpc("eth_blockNumber", [])) < n; i++)
+		await new Promise((r) => setTimeout(r, 20));
+	expect(Number(await rpc("eth_blockNumber", []))).toBe(n);
+}
 
 beforeAll(async () => {
 	anvil = await startAnvil({ chainId: CHAIN });
@@ -68,6 +74,7 @@ describe("compaction on the follower", () => {
 			const from = accounts[i % 2 === 0 ? a0 : a1] as string;
 			await send(from, i === 5 ? from : (accounts[a2] as string), i);
 		}
+		await headAt(6);
 		await follower.step();
 		// Head 6, final up to 4: [0..3] and [4..4] as chunks, then one-block chunks 5 and 6.
 		let m = await loadManifest(root, CHAIN_ID, CHAIN);
@@ -82,6 +89,7 @@ describe("compaction on the follower", () => {
 
 		// Blocks 7..10: 4..7 becomes final and whole, and is compacted into one chunk.
 		for (let i = 7; i <= 10; i++) await send(accounts[a2] as string, accounts[a0] as string, i);
+		await headAt(10);
 		const events: FollowEvent[] = await follower.step();
 		expect(events).toContainEqual({ type: "compact", from: 4, to: 7, files: 4 });
 		m = await loadManifest(root, CHAIN_ID, CHAIN);

@@ -34,15 +34,21 @@ let original: string;
 const readManifest = (dir: string) => JSON.parse(readFileSync(manifestPath(dir, CHAIN_ID), "utf8")) as Manifest;
 const sha = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
-/** A copy of the backfilled folder as data written before indexes: no index files, no `indexes`. */
-async function unindexedCopy(name: string, strip: (i: number) => boolean = () => true): Promise<string> {
+/** A copy of the backfilled folder as data written before indexes: no index files, no `indexes`
+ * (for the chunks `strip` picks; with `only`, just that index, as when a new kind is added). */
+async function unindexedCopy(
+	name: string,
+	strip: (i: number) => boolean = () => true,
+	only?: (typeof INDEX_NAMES)[number],
+): Promise<string> {
 	const dir = join(root, name);
 	await cp(original, dir, { recursive: true });
 	const m = readManifest(dir);
 	for (const [i, c] of m.chunks.entries()) {
 		if (!strip(i)) continue;
-		delete c.indexes;
-		for (const index of INDEX_NAMES) {
+		if (only) c.indexes = c.indexes?.filter((x) => x !== only);
+		else delete c.indexes;
+		for (const index of only ? [only] : INDEX_NAMES) {
 			const file = (await readdir(join(dir, CHAIN_ID, index))).find((f) =>
 				f.includes(`_${String(c.from).padStart(12, "0")}_`),
 			);
@@ -189,6 +195,18 @@ describe("reindexChain", () => {
 		expect(keptFiles.map(([f]) => statSync(join(dir, CHAIN_ID, f)).mtimeMs)).toEqual(keptMtimes);
 		expect(readManifest(dir)).toEqual(readManifest(original));
 		expect(await indexFiles(dir)).toEqual(await indexFiles(original));
+	});
+
+	it("adds an index kind a chunk lacks, keeping the ones it has", async () => {
+		const dir = await unindexedCopy("one-kind", () => true, "transactions_by_address");
+		const m = readManifest(dir);
+		expect(m.chunks.every((c) => JSON.stringify(c.indexes) === JSON.stringify(["transfers_by_address"]))).toBe(true);
+		const kept = Object.keys(await indexFiles(dir));
+		expect(kept.every((f) => f.startsWith("transfers_by_address/"))).toBe(true);
+		expect(await reindexChain(dir, { id: CHAIN_ID, number: CHAIN })).toBe(m.chunks.length);
+		expect(readManifest(dir)).toEqual(readManifest(original));
+		expect(await indexFiles(dir)).toEqual(await indexFiles(original));
+		expect(await reindexChain(dir, { id: CHAIN_ID, number: CHAIN })).toBe(0);
 	});
 
 	it("refuses to run while another live process holds the chain's write lock", async () => {
