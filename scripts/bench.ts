@@ -35,7 +35,6 @@ const { values } = parseArgs({
 		n: { type: "string", default: "100" },
 		duration: { type: "string", default: "20" },
 		connections: { type: "string", default: "16" },
-		postgres: { type: "boolean", default: true },
 		"no-postgres": { type: "boolean", default: false },
 		"no-backfill": { type: "boolean", default: false },
 		"backfill-blocks": { type: "string", default: "300" },
@@ -142,7 +141,7 @@ try {
 
 // 4. PostgreSQL.
 const pgLatency: Record<string, Latency> = {};
-if (values.postgres && !values["no-postgres"]) {
+if (!values["no-postgres"]) {
 	const pgServer = await startPostgres(Number(values.port) + 1);
 	try {
 		const loaded = await pgServer.load(dataDir, chain.id);

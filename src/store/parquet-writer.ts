@@ -87,7 +87,7 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			await writeNdjson(staged, rows);
 			const tmp = `${path}.tmp`;
 			await conn.run(
-				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${columns.join(", ")}}) ORDER BY "${SORT_KEY[dataset]}")
+				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${columns.join(", ")}}) ORDER BY ${orderOf(dataset)})
 				 TO ${quote(tmp)} (${parquetCopyOptions(rows.length)})`,
 			);
 			await rename(tmp, path);

@@ -1,4 +1,4 @@
-import { DATASETS, type DatasetName } from "../extract/rows.js";
+import type { DatasetName } from "../extract/rows.js";
 import { TRANSFER_SINGLE_TOPIC, TRANSFER_TOPIC } from "../extract/token-transfers.js";
 import { SCHEMAS } from "../store/schema.js";
 import { BLOCK_SECONDS, GENESIS_TIMESTAMP, PEAK_TXS_PER_BLOCK, RAMP_EXPONENT, type Scale } from "./scales.js";
@@ -276,5 +276,3 @@ export function datasetSelectSql(dataset: DatasetName): string {
 	);
 	return `SELECT ${list.join(", ")} FROM ${from}`;
 }
-
-export const SYNTH_DATASETS: readonly DatasetName[] = DATASETS;

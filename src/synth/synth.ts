@@ -1,12 +1,13 @@
 import { mkdir, rename } from "node:fs/promises";
 import { dirname } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
+import { DATASETS } from "../extract/rows.js";
 import { deriveIndexes } from "../store/chunk-store.js";
 import { alignedChunks, partitionPath } from "../store/layout.js";
 import { type ChunkEntry, loadManifest, missingRanges, saveManifest } from "../store/manifest.js";
 import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/parquet-writer.js";
 import type { ChainRef } from "../util/chain.js";
-import { chunkTablesSql, datasetSelectSql, macrosSql, SYNTH_DATASETS } from "./chunk-sql.js";
+import { chunkTablesSql, datasetSelectSql, macrosSql } from "./chunk-sql.js";
 import type { Scale } from "./scales.js";
 
 export interface SynthOptions {
@@ -46,14 +47,14 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 				from,
 				to,
 				traces: "parity",
-				datasets: [...SYNTH_DATASETS],
+				datasets: [...DATASETS],
 				rows: {},
 				first_parent_hash: String(
 					await scalar(from === 0 ? `SELECT '0x${"0".repeat(64)}'` : `SELECT block_hash(${from - 1})`),
 				),
 				last_hash: String(await scalar(`SELECT block_hash(${to})`)),
 			};
-			for (const d of SYNTH_DATASETS) {
+			for (const d of DATASETS) {
 				const n = await writeFile(datasetSelectSql(d), orderOf(d), partitionPath(o.dataDir, o.chain.id, d, entry));
 				entry.rows[d] = n;
 				totals[d] = (totals[d] ?? 0) + n;
