@@ -59,8 +59,12 @@ describe("following a live chain", () => {
 		const [from, to] = (await rpc("eth_accounts", [])) as string[];
 		const seen: number[] = [];
 		for (let i = 1; i <= 25; i++) {
-			await rpc("eth_sendTransaction", [{ from, to, value: `0x${i.toString(16)}` }]);
-			const n = Number(await rpc("eth_blockNumber", []));
+			const hash = await rpc("eth_sendTransaction", [{ from, to, value: `0x${i.toString(16)}` }]);
+			// The block the transaction landed in, from its receipt: anvil's eth_blockNumber can
+			// still report the previous block right after eth_sendTransaction.
+			let receipt: { blockNumber: string } | null = null;
+			while (!receipt) receipt = (await rpc("eth_getTransactionReceipt", [hash])) as { blockNumber: string } | null;
+			const n = Number(receipt.blockNumber);
 			const deadline = Date.now() + 10_000;
 			while ((await get(`/eip155-${CHAIN}/v1/blocks/latest`)).number !== n && Date.now() < deadline) {
 				await new Promise((r) => setTimeout(r, 20));
