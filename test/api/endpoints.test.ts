@@ -76,9 +76,13 @@ beforeAll(async () => {
 		contractAddress: r.contractAddress.toLowerCase() as Address,
 		value: "0",
 	};
-	await backfillInto(f.dataDir, f.anvil.url, 31337, { from: f.work.lastBlock + 1, to: "latest", partitionSize: 8 });
+	await backfillInto(f.dataDir, f.anvil.url, 31337, {
+		from: f.work.lastBlock + 1,
+		to: log0Tx.blockNumber,
+		partitionSize: 8,
+	});
 
-	head = Number(await node.getBlockNumber());
+	head = log0Tx.blockNumber;
 	for (let n = 0; n <= head; n++) nodeBlocks.push(await node.getBlock({ blockNumber: BigInt(n) }));
 	allTxs = [...f.work.txs, log0Tx];
 	for (const tx of allTxs) receipts.set(tx.hash, await node.getTransactionReceipt({ hash: tx.hash }));

@@ -334,7 +334,7 @@ describe("new blocks land between pages (range ending at latest)", () => {
 		const newHead = Number(await rpc<string>("eth_blockNumber"));
 		expect(newHead).toBeGreaterThanOrEqual(oldHead + 4);
 		expect(sent.every((s) => s.block > oldHead)).toBe(true);
-		await backfillInto(f.dataDir, f.anvil.url, 31337, { from: oldHead + 1, to: "latest", partitionSize: 8 });
+		await backfillInto(f.dataDir, f.anvil.url, 31337, { from: oldHead + 1, to: newHead, partitionSize: 8 });
 		expect((await f.get(`${v1}/blocks/latest`)).body.number).toBe(newHead);
 
 		for (const { c, order, limit, w } of walks) {
