@@ -12,7 +12,7 @@ import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { datasetRows } from "../helpers/compare.js";
-import { nodeCall } from "../helpers/node-rpc.js";
+import { nodeCall, sendMined } from "../helpers/node-rpc.js";
 
 /**
  * Reorgs on a real anvil node (`anvil_reorg`) at depths 1, 3 and 12, each with a transfer that
@@ -29,7 +29,7 @@ let accounts: string[];
 const rpc = (method: string, params: unknown[]) => nodeCall(anvil.url, method, params);
 
 const send = (from: string, to: string, wei: bigint) =>
-	rpc("eth_sendTransaction", [{ from, to, value: `0x${wei.toString(16)}` }]);
+	sendMined(anvil.url, { from, to, value: `0x${wei.toString(16)}` });
 const blockHash = async (n: number) =>
 	((await rpc("eth_getBlockByNumber", [`0x${n.toString(16)}`, false])) as { hash: string }).hash;
 const head = async () => Number(await rpc("eth_blockNumber", []));

@@ -10,3 +10,17 @@ export async function nodeCall(url: string, method: string, params: unknown[] = 
 	if (body.error) throw new Error(`${method}: ${body.error.message}`);
 	return body.result;
 }
+
+/** Sends a transaction and waits until it is mined and the node's eth_blockNumber has caught up
+ * with its block: right after eth_sendTransaction, anvil's eth_blockNumber can still report the
+ * block before. Returns the transaction's block number. */
+export async function sendMined(url: string, tx: Record<string, string>): Promise<number> {
+	const hash = await nodeCall(url, "eth_sendTransaction", [tx]);
+	for (let i = 0; i < 200; i++) {
+		const receipt = (await nodeCall(url, "eth_getTransactionReceipt", [hash])) as { blockNumber: string } | null;
+		if (receipt && Number(await nodeCall(url, "eth_blockNumber")) >= Number(receipt.blockNumber))
+			return Number(receipt.blockNumber);
+		await new Promise((r) => setTimeout(r, 10));
+	}
+	throw new Error(`transaction ${String(hash)} not mined after 2 s`);
+}
