@@ -24,7 +24,15 @@ export async function findBlockByNumber(db: Snapshot, number: number): Promise<R
 export function listBlocks(db: Snapshot, page: Page): Promise<ListResult> {
 	return listRows(
 		db,
-		{ dataset: "blocks", columns: BLOCK_COLUMNS, where: "true", params: {}, key: "number", blockColumn: "number" },
+		{
+			dataset: "blocks",
+			columns: BLOCK_COLUMNS,
+			where: "true",
+			params: {},
+			key: "number",
+			blockColumn: "number",
+			rowsPerBlock: 1,
+		},
 		page,
 	);
 }

@@ -1,7 +1,10 @@
 import type { DatasetName } from "../extract/rows.js";
 import type { IndexName } from "../store/indexes.js";
-import { hasFiles } from "../store/manifest.js";
+import { type ChunkEntry, hasFiles } from "../store/manifest.js";
 import type { Params, Row, Snapshot } from "./store.js";
+
+/** Blocks of a page's first query, the probe (unless the query knows its rows a block, as /blocks does). */
+export const FIRST_WINDOW_BLOCKS = 256;
 
 export interface Page {
 	start: number;
@@ -27,6 +30,8 @@ export interface ListQuery {
 	/** Sort and paging column: `id`, or `number` for blocks. */
 	key?: "id" | "number";
 	blockColumn?: "block_number" | "number";
+	/** Rows a block, when known (1 for blocks): sizes the first window to the page. */
+	rowsPerBlock?: number;
 }
 
 /**
@@ -34,10 +39,17 @@ export interface ListQuery {
  * src/query (never text from a request), every value in it a bound parameter from `params`.
  * Fetches limit + 1 rows to know whether another page exists.
  *
- * Files are read a window of chunks at a time, in the page's order, with windows of 1, 2, 4, ...
- * chunks, stopping once the page is full: chunks hold disjoint block ranges, so the first
- * limit + 1 rows of the earlier windows are the page. A busy wallet's page comes from the first
- * chunk alone instead of a sort over its whole history; a quiet one costs a few windows.
+ * Rows are read a window of blocks at a time, in the page's order, stopping once the page is
+ * full: windows hold disjoint block ranges, so the first limit + 1 rows of the earlier windows
+ * are the page.
+ * - First a probe of FIRST_WINDOW_BLOCKS blocks at the page's starting edge. Files are sorted so
+ *   that row groups cover narrow block ranges (by id; an index by address then id, where a busy
+ *   wallet's rows span many row groups), so min/max statistics on block_number skip all but a
+ *   few row groups: a busy wallet's newest page, or a page deep in its history, costs a few row
+ *   groups instead of a sort of everything it did in that chunk.
+ * - Then windows of 1, 2, 4, ... chunks: a quiet wallet's page costs a few windows. Windows
+ *   growing by blocks instead were measured worse: activity is so uneven over a chain's history
+ *   that a window sized from the rows seen so far often took in millions of rows to sort.
  */
 export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<ListResult> {
 	const key = q.key ?? "id";
@@ -56,13 +68,10 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 
 	const chunks = db.chunks().filter((c) => c.to >= lo && c.from <= hi && hasFiles(c, q.dataset));
 	if (desc) chunks.reverse();
+	const first = chunks[0];
+	if (!first) return { rows: [], hasMore: false };
 	const rows: Row[] = [];
-	for (let i = 0, size = 1; i < chunks.length && rows.length <= page.limit; i += size, size *= 2) {
-		const batch = chunks.slice(i, i + size);
-		const window: [number, number] = [
-			Math.max(lo, Math.min(...batch.map((c) => c.from))),
-			Math.min(hi, Math.max(...batch.map((c) => c.to))),
-		];
+	const read = async (window: [number, number], batch: readonly ChunkEntry[]) => {
 		const useIndex = q.index !== undefined && batch.every((c) => hasFiles(c, q.index?.name as IndexName));
 		const source = useIndex ? q.index?.name : q.dataset;
 		const where = useIndex ? q.index?.where : q.where;
@@ -71,6 +80,24 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		const params: Params = { ...q.params, start: window[0], end: window[1], limit: page.limit + 1 - rows.length };
 		if (page.after !== undefined) params.after = page.after;
 		rows.push(...(await db.query(sql, params, window)));
+	};
+
+	// The probe: the first few blocks at the page's starting edge.
+	const probeBlocks = q.rowsPerBlock ? Math.ceil((page.limit + 1) / q.rowsPerBlock) : FIRST_WINDOW_BLOCKS;
+	const edge = desc ? Math.min(hi, first.to) : Math.max(lo, first.from);
+	const probe: [number, number] = desc
+		? [Math.max(lo, edge - probeBlocks + 1), edge]
+		: [edge, Math.min(hi, edge + probeBlocks - 1)];
+	await read(
+		probe,
+		chunks.filter((c) => c.to >= probe[0] && c.from <= probe[1]),
+	);
+	// Then windows of 1, 2, 4, ... chunks, without the blocks the probe read.
+	for (let i = 0, size = 1; i < chunks.length && rows.length <= page.limit; i += size, size *= 2) {
+		const batch = chunks.slice(i, i + size);
+		const from = Math.max(lo, Math.min(...batch.map((c) => c.from)), desc ? lo : probe[1] + 1);
+		const to = Math.min(hi, Math.max(...batch.map((c) => c.to)), desc ? probe[0] - 1 : hi);
+		if (from <= to) await read([from, to], batch);
 	}
 	const hasMore = rows.length > page.limit;
 	return { rows: hasMore ? rows.slice(0, page.limit) : rows, hasMore };
