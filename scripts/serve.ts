@@ -3,7 +3,9 @@
  * over the Parquet files, optionally following chains' heads in the same process (see README).
  * `--rate-limit <n>` / `--rate-burst <n>` (CHAINLAKE_RATE_LIMIT / CHAINLAKE_RATE_BURST): requests
  * per second per API key, default 50, 0 = off, and the burst, default twice the rate;
- * `--max-response-mb <n>` (CHAINLAKE_MAX_RESPONSE_MB): the largest list answer, default 32.
+ * `--max-response-mb <n>` (CHAINLAKE_MAX_RESPONSE_MB): the largest list answer, default 32;
+ * `--query-timeout-ms <n>` (CHAINLAKE_QUERY_TIMEOUT_MS): DuckDB time one request may use before
+ * it is cut with 503 QUERY_TIMEOUT, default 10000.
  * Deadlines for slow clients are buildApp's defaults (src/api/server-timeouts.ts).
  */
 import { parseArgs } from "node:util";
@@ -12,7 +14,7 @@ import { createKeyring } from "../src/api/keys.js";
 import { keysPath } from "../src/api/keys-path.js";
 import { parseRateLimit, type RateLimitOptions } from "../src/api/rate-limit.js";
 import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
-import { createStore } from "../src/query/store.js";
+import { createStore, DEFAULT_QUERY_TIMEOUT_MS } from "../src/query/store.js";
 import { createLogger } from "../src/util/logger.js";
 
 const options = {
@@ -28,6 +30,10 @@ const options = {
 	"rate-limit": { type: "string", default: process.env.CHAINLAKE_RATE_LIMIT ?? "" },
 	"rate-burst": { type: "string", default: process.env.CHAINLAKE_RATE_BURST ?? "" },
 	"max-response-mb": { type: "string", default: process.env.CHAINLAKE_MAX_RESPONSE_MB || "32" },
+	"query-timeout-ms": {
+		type: "string",
+		default: process.env.CHAINLAKE_QUERY_TIMEOUT_MS || String(DEFAULT_QUERY_TIMEOUT_MS),
+	},
 } as const;
 let values: ReturnType<typeof parseArgs<{ options: typeof options }>>["values"];
 try {
@@ -55,6 +61,13 @@ if (!Number.isFinite(maxResponseMb) || maxResponseMb <= 0) {
 	process.stderr.write(`--max-response-mb must be a size in MiB above 0, got ${values["max-response-mb"]}\n`);
 	process.exit(2);
 }
+const queryTimeoutMs = Number(values["query-timeout-ms"]);
+if (!Number.isInteger(queryTimeoutMs) || queryTimeoutMs < 1 || queryTimeoutMs > 2 ** 31 - 1) {
+	process.stderr.write(
+		`--query-timeout-ms must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}, got ${values["query-timeout-ms"]}\n`,
+	);
+	process.exit(2);
+}
 const logger = createLogger({});
 let follow: ReturnType<typeof startFollowers> | undefined;
 try {
@@ -68,7 +81,7 @@ try {
 	process.stderr.write(`${(err as Error).message}\n`);
 	process.exit(2);
 }
-const store = await createStore(dataDir);
+const store = await createStore(dataDir, { queryTimeoutMs });
 const keyring = createKeyring({
 	path: keysPath(dataDir, values["keys-file"]),
 	envKeys: process.env.CHAINLAKE_API_KEYS?.split(",").map((k) => k.trim()),

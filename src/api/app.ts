@@ -141,6 +141,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		if (fe.validation) {
 			return reply.code(400).send(errorBody(400, "INVALID_PARAMETER", validationMessage(fe, req.routeOptions.url)));
 		}
+		// A body Fastify refused before routing (too large, unknown media type, bad JSON): every
+		// route here is a GET that takes none, so say that instead of Fastify's own wording.
+		if (fe.code?.startsWith("FST_ERR_CTP_") && fe.statusCode && fe.statusCode < 500) {
+			const message = `this API takes no request body (${fe.message.toLowerCase()}): send GET requests, with every parameter in the query string; see /docs`;
+			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "BODY_NOT_ACCEPTED", message));
+		}
 		if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
 			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, fe.code ?? "BAD_REQUEST", fe.message));
 		}

@@ -54,6 +54,13 @@ export async function resolveRange(
 				`block_number_end (${q.block_number_end}) is before block_number_start (${q.block_number_start})`,
 			);
 		}
+		// A start before genesis means "from genesis"; an end before it leaves no block at all.
+		if (end < 0) {
+			throw badRequest(
+				"INVALID_RANGE",
+				`block_number_end (${q.block_number_end}) is before genesis: the head is ${head}, so a negative end may go back at most -${head}`,
+			);
+		}
 		return { start, end };
 	}
 	if (times) {

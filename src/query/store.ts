@@ -70,6 +70,12 @@ export interface Snapshot {
 	chunks(): readonly ChunkEntry[];
 	/** The newest block stored, or null while there is none. */
 	head(): number | null;
+	/**
+	 * `compute()`'s result, computed once per state of the chain's files: the files a manifest
+	 * lists never change, so an answer that depends only on them (the latest block) can be
+	 * reused until the manifest changes. A failure is not kept.
+	 */
+	memo<T>(key: string, compute: () => Promise<T>): Promise<T>;
 }
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
@@ -183,6 +189,26 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		}
 	}
 
+	// Memoised answers per manifest object: a changed manifest is a new object, so its answers
+	// start afresh, and the old ones are collected with it.
+	const memos = new WeakMap<Manifest, Map<string, Promise<unknown>>>();
+	const memo = <T>(manifest: Manifest | null, key: string, compute: () => Promise<T>): Promise<T> => {
+		if (!manifest) return compute();
+		let m = memos.get(manifest);
+		if (!m) {
+			m = new Map();
+			memos.set(manifest, m);
+		}
+		const memoised = m;
+		let p = memoised.get(key) as Promise<T> | undefined;
+		if (!p) {
+			p = compute();
+			memoised.set(key, p);
+			p.catch(() => memoised.delete(key));
+		}
+		return p;
+	};
+
 	const known = (chain: string) => {
 		if (!chainsIn(dataDir).includes(chain)) throw new Error(`unknown chain ${chain}`);
 	};
@@ -205,6 +231,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				chunks: () => [...(manifest?.chunks ?? [])].sort((a, b) => a.from - b.from),
 				// The manifest's last block: the head, without reading a file.
 				head: () => (manifest?.chunks.length ? Math.max(...manifest.chunks.map((c) => c.to)) : null),
+				memo: (key, compute) => memo(manifest, key, compute),
 			};
 		},
 		close() {

@@ -5,7 +5,7 @@
  * `WWW-Authenticate: Bearer`; health, readiness, the OpenAPI document and /docs need no key.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ApiFixture, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
+import { type ApiFixture, AUTH, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
 
 let f: ApiFixture;
 let v1: string;
@@ -95,6 +95,11 @@ describe("400: ranges (§4)", () => {
 		["block numbers: latest before a number", "block_number_start=latest&block_number_end=5"],
 		["block numbers: negative start after negative end", "block_number_start=-1&block_number_end=-5"],
 		["timestamps: start after end", "timestamp_start=200&timestamp_end=100"],
+		[
+			"block numbers: the whole range before genesis",
+			"block_number_start=-999999999999999&block_number_end=-999999999999998",
+		],
+		["block numbers: the end before genesis", "block_number_start=0&block_number_end=-999999999999999"],
 	];
 	for (const [what, qs] of bad) {
 		it(`${what} → 400 INVALID_RANGE on every range endpoint`, async () => {
@@ -507,6 +512,36 @@ describe("404: unknown block, transaction, route", () => {
 		]) {
 			expectError(await f.get(path), 404, "NOT_FOUND");
 		}
+	});
+});
+
+describe("a request with a body (every route is a GET and takes none)", () => {
+	const send = async (method: "GET" | "POST" | "DELETE", contentType: string, payload: string) => {
+		const res = await f.app.inject({
+			method,
+			url: `${v1}/blocks/latest`,
+			headers: { ...AUTH, "content-type": contentType },
+			payload,
+		});
+		return { status: res.statusCode, body: res.json(), headers: res.headers, raw: res.body } as Res;
+	};
+
+	it("a body past the size limit or not parseable → the error body, code BODY_NOT_ACCEPTED, saying to send GET", async () => {
+		for (const [method, type, payload, status] of [
+			["POST", "text/plain", "x".repeat(5000), 413],
+			["POST", "application/json", "{bad", 400],
+			["DELETE", "application/json", "{bad", 400],
+		] as const) {
+			const res = await send(method, type, payload);
+			expectError(res, status, "BODY_NOT_ACCEPTED");
+			expect(res.body.message).toContain("GET");
+		}
+	});
+
+	it("a small well-formed body on another method → 404 NOT_FOUND naming the method", async () => {
+		const res = await send("POST", "application/json", "{}");
+		expectError(res, 404, "NOT_FOUND");
+		expect(res.body.message).toContain("POST");
 	});
 });
 

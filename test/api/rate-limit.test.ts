@@ -347,6 +347,7 @@ describe("npm run serve", () => {
 			["--rate-limit", ["--rate-limit", "-1"]],
 			["--rate-burst", ["--rate-burst=0"]],
 			["--max-response-mb", ["--max-response-mb", "0"]],
+			["--query-timeout-ms", ["--query-timeout-ms", "1.5"]],
 		];
 		const results = await Promise.all(
 			bad.map(([, args]) => runScript("serve.ts", ["--data-dir", f.dataDir, "--port", "0", ...args])),

@@ -27,7 +27,8 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 		async (req) => {
 			const db = openChain(ctx, req.params.chain_id);
 			const chain = db.chain;
-			const block = await findBlockByNumber(db, await headBlock(db));
+			// The latest block changes only with the manifest: answered from memory in between.
+			const block = await db.memo("latest-block", async () => findBlockByNumber(db, await headBlock(db)));
 			if (!block) throw notFound("BLOCK_NOT_FOUND", `no latest block on ${chain}`);
 			return blockRecord(block);
 		},
