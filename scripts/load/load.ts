@@ -5,7 +5,7 @@ export interface LoadOptions {
 	/** The service, e.g. http://127.0.0.1:18080. */
 	base: string;
 	key: string;
-	/** Absolute paths, asked in turn by every connection. */
+	/** Absolute paths; each request asks one picked at random. */
 	paths: string[];
 	connections: number;
 	seconds: number;
@@ -44,6 +44,14 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.le
  */
 export async function runLoad(o: LoadOptions): Promise<LoadResult> {
 	const samples: number[] = [];
+	// xorshift32 from a fixed seed.
+	let state = 0x9e3779b9;
+	const next = () => {
+		state ^= state << 13;
+		state ^= state >>> 17;
+		state ^= state << 5;
+		return state >>> 0;
+	};
 	const sampler = setInterval(() => samples.push(rssOf(o.pid)), 1000);
 	try {
 		const r = await autocannon({
@@ -51,7 +59,10 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
 			connections: o.connections,
 			duration: o.seconds,
 			headers: { authorization: `Bearer ${o.key}` },
-			requests: o.paths.map((path) => ({ method: "GET", path })),
+			// Each request picks its path at random (seeded, so runs are comparable): autocannon
+			// walks a request list in lockstep on every connection, which would send all clients
+			// the same question at the same moment instead of a mix.
+			requests: [{ method: "GET", setupRequest: (req) => ({ ...req, path: o.paths[next() % o.paths.length] }) }],
 			// A request still unanswered after this counts as a timeout: "bounded latency".
 			timeout: 60,
 		});

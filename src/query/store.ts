@@ -97,16 +97,24 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	await lockDown(instance, dataDir);
 	const idle: { conn: DuckDBConnection; prepared: Map<string, DuckDBPreparedStatement> }[] = [];
 	for (let i = 0; i < POOL_SIZE; i++) idle.push({ conn: await instance.connect(), prepared: new Map() });
-	const waiting: ((c: (typeof idle)[number]) => void)[] = [];
-	const acquire = () =>
-		new Promise<(typeof idle)[number]>((resolve) => {
+	// Waiting queries in the order their requests (snapshots) began, not the order they asked:
+	// a request's second or third query (list windows) goes ahead of requests that came later,
+	// so under load a request waits about as long as the queue was when it arrived, instead of
+	// once more at the back for every query it runs.
+	type Pooled = (typeof idle)[number];
+	const waiting: { since: number; take: (c: Pooled) => void }[] = [];
+	const acquire = (since: number) =>
+		new Promise<Pooled>((take) => {
 			const c = idle.pop();
-			if (c) resolve(c);
-			else waiting.push(resolve);
+			if (c) return take(c);
+			const w = { since, take };
+			let i = waiting.length;
+			while (i > 0 && (waiting[i - 1] as (typeof waiting)[number]).since > since) i--;
+			waiting.splice(i, 0, w);
 		});
-	const release = (c: (typeof idle)[number]) => {
+	const release = (c: Pooled) => {
 		const next = waiting.shift();
-		if (next) next(c);
+		if (next) next.take(c);
 		else idle.push(c);
 	};
 
@@ -142,7 +150,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		});
 
 	/** What is left of a query's or a snapshot's time budget, in ms. */
-	type Budget = { leftMs: number };
+	type Budget = { leftMs: number; since: number };
 
 	async function run(
 		manifest: Manifest | null,
@@ -153,7 +161,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	): Promise<Row[]> {
 		const text = expand(manifest, sql, window);
 		if (budget.leftMs <= 0) throw new QueryTimeoutError(budgetMs);
-		const c = await acquire();
+		const c = await acquire(budget.since);
 		const started = performance.now();
 		// interrupt() stops the query running on this connection; the timer is cleared before the
 		// connection goes back to the pool, so it never hits another request's query (and an
@@ -218,12 +226,12 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		hasDataset: (chain, dataset) => listedFiles(dataDir, manifestOf(chain), dataset).length > 0,
 		async query(chain, sql, params = {}) {
 			known(chain);
-			return run(manifestOf(chain), sql, params, { leftMs: budgetMs });
+			return run(manifestOf(chain), sql, params, { leftMs: budgetMs, since: performance.now() });
 		},
 		snapshot(chain) {
 			known(chain);
 			const manifest = manifestOf(chain);
-			const budget = { leftMs: budgetMs };
+			const budget = { leftMs: budgetMs, since: performance.now() };
 			return {
 				chain,
 				hasDataset: (dataset) => listedFiles(dataDir, manifest, dataset).length > 0,
