@@ -1,8 +1,11 @@
 /**
- * `npm run follow -- --follow eip155-1=<rpc url> [--data-dir data] [--finality-depth 12] [--poll-ms 1000]`:
+ * `npm run follow -- --follow eip155-1=<rpc url> [--data-dir data] [--finality-depth 12] [--poll-ms 1000]
+ *  [--partition-size 1000] [--delete-grace-ms 30000]`:
  * tails chains' heads into the data folder, apart from the API (which sees new blocks on its next request).
+ * --delete-grace-ms: how long replaced (compacted, reorged-out) files stay for readers still on them.
  */
 import { parseArgs } from "node:util";
+import { DEFAULT_DELETE_GRACE_MS } from "../src/follow/follower.js";
 import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { createLogger } from "../src/util/logger.js";
 
@@ -13,6 +16,7 @@ const { values } = parseArgs({
 		"finality-depth": { type: "string", default: "12" },
 		"poll-ms": { type: "string", default: "1000" },
 		"partition-size": { type: "string", default: "1000" },
+		"delete-grace-ms": { type: "string", default: String(DEFAULT_DELETE_GRACE_MS) },
 	},
 });
 if (!values.follow?.length) {
@@ -28,6 +32,7 @@ try {
 		finalityDepth: Number(values["finality-depth"]),
 		pollMs: Number(values["poll-ms"]),
 		partitionSize: Number(values["partition-size"]),
+		deleteGraceMs: Number(values["delete-grace-ms"]),
 	});
 } catch (err) {
 	process.stderr.write(`${(err as Error).message}\n`);

@@ -45,7 +45,8 @@ export function createMetrics() {
 			metric("chainlake_blocks_ingested_total", "counter", "Blocks appended by the follower.");
 			metric("chainlake_reorgs_total", "counter", "Reorgs applied by the follower.");
 			metric("chainlake_follow_faults_total", "counter", "Follower steps that failed or were refused (node faults).");
-			metric("chainlake_rpc_errors_total", "counter", "Failed RPC attempts by kind.");
+			metric("chainlake_rpc_requests_total", "counter", "RPC requests attempted (retries included).");
+			metric("chainlake_rpc_errors_total", "counter", "Failed RPC attempts, and answers found wrong, by kind.");
 			for (const [chain, f] of followers) {
 				const s = f.stats;
 				if (s.nodeHead != null) out.push(`chainlake_node_head_block{chain="${chain}"} ${s.nodeHead}`);
@@ -54,6 +55,7 @@ export function createMetrics() {
 				out.push(`chainlake_blocks_ingested_total{chain="${chain}"} ${s.blocksIngested}`);
 				out.push(`chainlake_reorgs_total{chain="${chain}"} ${s.reorgs}`);
 				out.push(`chainlake_follow_faults_total{chain="${chain}"} ${s.faults}`);
+				out.push(`chainlake_rpc_requests_total{chain="${chain}"} ${s.node.attempts}`);
 				for (const [kind, n] of Object.entries(f.rpcErrors))
 					out.push(`chainlake_rpc_errors_total{chain="${chain}",kind="${label(kind)}"} ${n}`);
 			}

@@ -1,6 +1,6 @@
 import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
-import { ethBlockNumber, ethChainId } from "../rpc/actions.js";
+import { ethBlockNumber, ethBlockNumberAtLeast, ethChainId } from "../rpc/actions.js";
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
@@ -9,6 +9,7 @@ import { acquireWriteLock } from "../store/lock.js";
 import { loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
 import { createParquetWriter } from "../store/parquet-writer.js";
 import type { ChainRef } from "../util/chain.js";
+import { crashPoint } from "../util/crash-point.js";
 import { ChainlakeError, UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 import { createRangeFetcher, type Link } from "./fetch-range.js";
@@ -62,7 +63,8 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 				`the node serves chain ${nodeChain} (eip155-${nodeChain}), not ${chain.id}: check --rpc, or pass --chain eip155-${nodeChain}`,
 			);
 		}
-		const head = await ethBlockNumber(rpc);
+		// A lagging backend may report a head a few blocks short of an explicit --to: ask again first.
+		const head = opts.to === "latest" ? await ethBlockNumber(rpc) : await ethBlockNumberAtLeast(rpc, opts.to);
 		const to = opts.to === "latest" ? head : opts.to;
 		if (to > head) {
 			throw new UserInputError(
@@ -115,6 +117,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 			for (const [i, [from, chunkTo]] of chunks.entries()) {
 				const { links, rows: data } = await (next as NonNullable<typeof next>);
 				next = fetchChunk(i + 1);
+				crashPoint("backfill.chunk-fetched");
 				checkChain(links, manifest, from, chunkTo);
 				const first = links[0];
 				const last = links[links.length - 1];
@@ -131,6 +134,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 					},
 					data,
 				);
+				crashPoint("backfill.chunk-committed");
 				let chunkRows = 0;
 				for (const [d, n] of Object.entries(entry.rows)) {
 					rows[d as DatasetName] += n;

@@ -1,8 +1,8 @@
 import { rm } from "node:fs/promises";
 import { ChainBreakError, createRangeFetcher, type FetchedRange, type Link } from "../backfill/fetch-range.js";
 import type { TraceFormat } from "../extract/extract-block.js";
-import { ethBlockNumber, ethGetBlockHash } from "../rpc/actions.js";
-import type { RpcClient } from "../rpc/client.js";
+import { compareBlockHash, ethBlockNumber, ethGetBlockHash } from "../rpc/actions.js";
+import type { RpcClient, RpcHealth } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { deriveIndexes, removeUnlisted, replaceChunks, writeChunkFiles } from "../store/chunk-store.js";
 import { alignedChunks, chainDir, partitionFileName, partitionPath } from "../store/layout.js";
@@ -10,6 +10,7 @@ import { acquireWriteLock } from "../store/lock.js";
 import { type ChunkEntry, GHOST_DATASET, loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
 import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
 import type { ChainRef } from "../util/chain.js";
+import { crashPoint } from "../util/crash-point.js";
 import type { Logger } from "../util/logger.js";
 import { sliceRows } from "./slice-rows.js";
 
@@ -19,7 +20,7 @@ export const DEFAULT_FINALITY_DEPTH = 12;
 const MAX_BLOCKS_PER_STEP = 200;
 /** Replaced files (reorged out, compacted) are deleted this long after the switch, so requests
  * that began on the previous file list can finish. */
-const DELETE_GRACE_MS = 30_000;
+export const DEFAULT_DELETE_GRACE_MS = 30_000;
 /** One-block final files merged at a time before their partition is complete. */
 const COMPACT_RUN = 32;
 
@@ -41,6 +42,8 @@ export interface FollowerOptions {
 	startBlock?: number;
 	concurrency?: number;
 	pollMs?: number;
+	/** How long replaced files stay on disk for readers that began before the switch (default 30 s). */
+	deleteGraceMs?: number;
 }
 
 export interface FollowerStats {
@@ -50,6 +53,10 @@ export interface FollowerStats {
 	reorgs: number;
 	faults: number;
 	lastStepAt: number | null;
+	/** The latest failed or refused step, for readiness. */
+	lastFault: { at: number; message: string } | null;
+	/** The node as this follower's RPC client sees it (errors retried within steps included). */
+	node: RpcHealth;
 }
 
 /**
@@ -73,10 +80,15 @@ export function createFollower(opts: FollowerOptions) {
 		reorgs: 0,
 		faults: 0,
 		lastStepAt: null,
+		lastFault: null,
+		node: rpc.health,
 	};
 	let state: { manifest: Manifest; writer: ParquetWriter; traces: TraceFormat | null; unlock: () => void } | null =
 		null;
-	const timers = new Set<NodeJS.Timeout>();
+	/** Retired files waiting for their grace period, with the time it ends. */
+	const timers = new Map<NodeJS.Timeout, { due: number; run: () => void }>();
+	/** Deletions under way, awaited by stop() so a clean stop does not leave half of them. */
+	const deleting = new Set<Promise<void>>();
 
 	async function init() {
 		if (state) return state;
@@ -88,6 +100,7 @@ export function createFollower(opts: FollowerOptions) {
 			const head = await ethBlockNumber(rpc);
 			const traces = head === 0 ? null : await detectTraceFormat(rpc, opts.traces ?? "auto", head, logger);
 			state = { manifest, writer: await createParquetWriter(), traces, unlock };
+			crashPoint("follow.started");
 			return state;
 		} catch (err) {
 			unlock();
@@ -97,14 +110,28 @@ export function createFollower(opts: FollowerOptions) {
 
 	const sorted = (m: Manifest) => [...m.chunks].sort((a, b) => a.from - b.from);
 	const tipOf = (m: Manifest) => sorted(m).at(-1);
+	/** Notes, in the manifest about to be saved, that stored blocks up to `n` are final now. */
+	const markFinal = (m: Manifest, n: number) => {
+		if (n > (m.final_through ?? -1)) m.final_through = n;
+	};
 
 	function retire(files: string[]) {
-		const t = setTimeout(() => {
+		const grace = opts.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;
+		const run = () => {
 			timers.delete(t);
-			for (const f of files) void rm(f, { force: true });
-		}, DELETE_GRACE_MS);
+			// Unlisted since the manifest switch: a crash midway leaves files the next start removes.
+			const done = (async () => {
+				for (const f of files) {
+					await rm(f, { force: true });
+					crashPoint("follow.retire.file-removed");
+				}
+			})().catch((err: unknown) => logger.warn(`could not delete replaced files: ${(err as Error).message}`));
+			deleting.add(done);
+			void done.finally(() => deleting.delete(done));
+		};
+		const t = setTimeout(run, grace);
 		t.unref();
-		timers.add(t);
+		timers.set(t, { due: Date.now() + grace, run });
 	}
 
 	/** One poll: reorg check, gap fill, append, compaction. Returns what changed. */
@@ -114,7 +141,8 @@ export function createFollower(opts: FollowerOptions) {
 		const head = await ethBlockNumber(rpc);
 		stats.nodeHead = head;
 		const tip = tipOf(s.manifest);
-		if (tip && (await ethGetBlockHash(rpc, tip.to)) !== tip.last_hash) {
+		// One odd answer (a lagging or forked backend of a pool) is not a reorg: compareBlockHash asks again.
+		if (tip && (await compareBlockHash(rpc, tip.to, tip.last_hash)) === "different") {
 			const reorg = await unwind(s, head);
 			events.push(reorg);
 			if (reorg.type === "fault") return events;
@@ -163,6 +191,7 @@ export function createFollower(opts: FollowerOptions) {
 		const { links, rows } = fetched;
 		const before = s.manifest.chunks.find((c) => c.to === from - 1);
 		if (before && links[0]?.parentHash !== before.last_hash) return moved();
+		crashPoint("follow.append.fetched");
 		const lastFinal = head - finality;
 		const ranges = [
 			...(from <= lastFinal ? alignedChunks(from, Math.min(to, lastFinal), partitionSize) : []),
@@ -184,8 +213,11 @@ export function createFollower(opts: FollowerOptions) {
 					sliceRows(rows, a, b),
 				),
 			);
+			crashPoint("follow.append.chunk-written");
 		}
+		markFinal(s.manifest, Math.min(to, lastFinal));
 		await replaceChunks(dataDir, s.manifest, [], entries);
+		crashPoint("follow.append.committed");
 		stats.blocksIngested += to - from + 1;
 		return { type: "blocks", from, to };
 	}
@@ -198,16 +230,22 @@ export function createFollower(opts: FollowerOptions) {
 	async function unwind(s: NonNullable<typeof state>, head: number): Promise<FollowEvent> {
 		const orphaned: ChunkEntry[] = [];
 		for (const c of sorted(s.manifest).reverse()) {
-			if ((await ethGetBlockHash(rpc, c.to)) === c.last_hash) break;
+			if ((await compareBlockHash(rpc, c.to, c.last_hash)) !== "different") break;
 			orphaned.push(c);
 		}
 		const lowest = orphaned.at(-1)?.from ?? 0;
-		if (orphaned.length === s.manifest.chunks.length || lowest <= head - finality) {
+		// Measured against what was final when stored, not against today's head: after a crash or
+		// any downtime the node has moved on, and blocks stored as non-final (then reorged out)
+		// may now lie deeper than the finality depth; refusing them would stall the follower for good.
+		const finalThrough = s.manifest.final_through ?? head - finality;
+		if (orphaned.length === s.manifest.chunks.length || lowest <= finalThrough) {
 			stats.faults++;
-			const message = `node fault on ${chain.id}: its chain differs from the stored one at or below block ${lowest}, deeper than the finality depth ${finality} (head ${head}); not applied, retrying`;
+			const message = `node fault on ${chain.id}: its chain differs from the stored one at or below block ${lowest}, which was stored as final (through block ${finalThrough}, finality depth ${finality}, head ${head}); not applied, retrying`;
 			logger.error(message);
+			stats.lastFault = { at: Date.now(), message };
 			return { type: "fault", message };
 		}
+		crashPoint("follow.reorg.detected");
 		// Keep the blocks that left the canonical chain, so their hashes still answer (ghost: true).
 		const canonical = new Set<string>();
 		for (let n = lowest; n <= (orphaned[0]?.to ?? lowest); n++) {
@@ -221,12 +259,15 @@ export function createFollower(opts: FollowerOptions) {
 				? `hash NOT IN (${[...canonical].map((h) => `'${h.replace(/[^0-9a-fx]/g, "")}'`).join(", ")})`
 				: "true";
 		await s.writer.merge("blocks", blockFiles, partitionPath(dataDir, chain.id, GHOST_DATASET, tag), keep);
+		crashPoint("follow.reorg.ghosts-written");
 		const ghostName = partitionFileName(GHOST_DATASET, tag);
 		s.manifest.ghosts = [
 			...(s.manifest.ghosts ?? []).filter((g) => partitionFileName(GHOST_DATASET, g) !== ghostName),
 			tag,
 		];
-		retire(await replaceChunks(dataDir, s.manifest, orphaned, []));
+		const replaced = await replaceChunks(dataDir, s.manifest, orphaned, []);
+		crashPoint("follow.reorg.committed");
+		retire(replaced);
 		stats.reorgs++;
 		const ancestor = lowest - 1;
 		logger.warn(`reorg on ${chain.id}: blocks ${lowest}..${tag.to} replaced (common ancestor ${ancestor})`);
@@ -268,9 +309,14 @@ export function createFollower(opts: FollowerOptions) {
 			for (const d of merged.datasets) {
 				const files = run.map((c) => partitionPath(dataDir, chain.id, d, c));
 				merged.rows[d] = await s.writer.merge(d, files, partitionPath(dataDir, chain.id, d, merged));
+				crashPoint("follow.compact.dataset-merged");
 			}
 			await deriveIndexes(s.writer, dataDir, chain.id, merged);
-			retire(await replaceChunks(dataDir, s.manifest, run, [merged]));
+			crashPoint("follow.compact.files-written");
+			markFinal(s.manifest, merged.to);
+			const replaced = await replaceChunks(dataDir, s.manifest, run, [merged]);
+			crashPoint("follow.compact.swapped");
+			retire(replaced);
 			return { type: "compact", from: merged.from, to: merged.to, files: run.length };
 		}
 		return null;
@@ -290,6 +336,7 @@ export function createFollower(opts: FollowerOptions) {
 						for (const e of await step()) onEvent(e);
 					} catch (err) {
 						stats.faults++;
+						stats.lastFault = { at: Date.now(), message: (err as Error).message };
 						logger.error(`follow ${chain.id}: ${(err as Error).message}`);
 					}
 					if (!stopping) await new Promise((r) => setTimeout(r, opts.pollMs ?? 1000));
@@ -299,7 +346,13 @@ export function createFollower(opts: FollowerOptions) {
 		async stop() {
 			stopping = true;
 			await running;
-			for (const t of timers) clearTimeout(t);
+			// Deletions already due run now; the others are left to the next start's cleanup, as
+			// readers may still be on those files.
+			for (const [t, { due, run }] of timers) {
+				clearTimeout(t);
+				if (due <= Date.now()) run();
+			}
+			await Promise.all(deleting);
 			state?.writer.close();
 			state?.unlock();
 			state = null;

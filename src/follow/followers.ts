@@ -35,6 +35,7 @@ export function startFollowers(
 		traces?: TraceMode;
 		partitionSize?: number;
 		startBlock?: number;
+		deleteGraceMs?: number;
 	},
 ) {
 	const sources = new Map<string, FollowSource>();

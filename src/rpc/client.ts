@@ -9,36 +9,60 @@ const BASE_DELAY_MS = 200;
 const MAX_DELAY_MS = 10_000;
 /** A failing endpoint is passed over for this long before it is tried again. */
 const COOLDOWN_MS = 5_000;
-/** JSON-RPC codes nodes use for "slow down" or transient trouble. */
-const RETRYABLE_RPC_CODES = new Set([-32005, -32007, -32603, 429, -1]);
-const RETRYABLE_RPC_MESSAGE =
-	/limit exceeded|rate limit|rate-limit|request limit|too many|timeout|timed out|busy|try again|header not found|unavailable/i;
+/** JSON-RPC codes and messages nodes use for "slow down"... */
+const RATE_LIMIT_RPC_CODES = new Set([-32005, 429]);
+const RATE_LIMIT_RPC_MESSAGE = /limit exceeded|rate limit|rate-limit|request limit|too many/i;
+/** ...and for transient trouble: an internal error, a lagging backend ("header not found"), a busy node. */
+const TRANSIENT_RPC_CODES = new Set([-32007, -32603, -1]);
+const TRANSIENT_RPC_MESSAGE = /timeout|timed out|busy|try again|header not found|unavailable/i;
 /** "Response too large" (geth's batch answer cap) and "batch too large": retried in smaller batches. */
 const BATCH_TOO_LARGE_CODES = new Set([-32003, -32600]);
 /** JSON-RPC codes for "this node does not have the method": never retried, the caller falls back. */
 const METHOD_NOT_FOUND_CODES = new Set([-32601, -32004]);
+/** How far back the health figures look, for "is the node faulty now" rather than "ever". */
+const HEALTH_WINDOW_S = 60;
+/** Nothing but failures for this long: the node is down, not just flaky. */
+const DOWN_AFTER_MS = 30_000;
 
 export interface RpcClientOptions {
 	urls: string[];
 	/** Requests issued in the same tick share one HTTP POST, up to this many. */
 	batchSize?: number;
 	timeoutMs?: number;
+	/** Timeout of heavy requests (traces), which get a POST of their own; default 180 s. */
+	heavyTimeoutMs?: number;
 	logger: Logger;
 	/** For tests: scales every backoff delay. */
 	delayScale?: number;
 }
 
 export interface RequestOptions {
-	/** Send in a POST of its own, with its own timeout: for heavy calls (traces) that would
-	 * otherwise hold up, or push over a node's size limit, the batch they share. */
-	alone?: boolean;
-	timeoutMs?: number;
+	/** Send in a POST of its own, with the longer `heavyTimeoutMs`: for heavy calls (traces) that
+	 * would otherwise hold up, or push over a node's size limit, the batch they share. */
+	heavy?: boolean;
+}
+
+/** What the client has seen of its node(s), for readiness and metrics. Updated in place. */
+export interface RpcHealth {
+	/** Attempts sent, and those that failed (including answers found wrong, see `reportFault`). */
+	attempts: number;
+	failures: number;
+	/** When the current run of failed attempts began (null once one succeeds). */
+	failingSince: number | null;
+	lastError: { at: number; kind: string; message: string } | null;
+	/** Per second of the last HEALTH_WINDOW_S: [unix second, attempts, failures]. */
+	recent: [number, number, number][];
 }
 
 export interface RpcClient {
 	request<T>(method: string, params: unknown[], opts?: RequestOptions): Promise<T>;
-	/** Counts of failed attempts by kind, for progress and metrics. */
+	/** Counts of failed attempts (and of answers found wrong, see `reportFault`) by kind, for
+	 * progress, readiness and metrics. */
 	readonly errors: Record<string, number>;
+	readonly health: RpcHealth;
+	/** Records an answer that arrived but proved wrong (a block the node lacks, a block of another
+	 * fork): no transport error, yet a node fault an operator should see. */
+	reportFault(kind: string, message: string): void;
 }
 
 export class RpcError extends ChainlakeError {
@@ -66,10 +90,38 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
 		url,
 		label: redactUrl(url),
 		coolUntil: 0,
+		/** Set by a Retry-After: nothing is sent to this endpoint before then. */
+		retryAt: 0,
 		transport: createHttpBatchTransport(url, { batchSize: opts.batchSize ?? 100, timeoutMs: opts.timeoutMs ?? 30_000 }),
 	}));
 	const errors: Record<string, number> = {};
+	const health: RpcHealth = { attempts: 0, failures: 0, failingSince: null, lastError: null, recent: [] };
 	let next = 0;
+
+	/** Counts one attempt into the health figures; `failure` names its kind and what happened. */
+	const record = (failure: { kind: string; message: string } | null, counted = true) => {
+		const now = Date.now();
+		const second = Math.floor(now / 1000);
+		let bucket = health.recent.at(-1);
+		if (bucket?.[0] !== second) {
+			bucket = [second, 0, 0];
+			health.recent.push(bucket);
+			while ((health.recent[0]?.[0] ?? second) <= second - HEALTH_WINDOW_S) health.recent.shift();
+		}
+		if (counted) {
+			health.attempts++;
+			bucket[1]++;
+		}
+		if (!failure) {
+			health.failingSince = null;
+			return;
+		}
+		errors[failure.kind] = (errors[failure.kind] ?? 0) + 1;
+		health.failures++;
+		health.failingSince ??= now;
+		bucket[2]++;
+		health.lastError = { at: now, ...failure };
+	};
 
 	/** The next endpoint to use: not cooling down, and not one that already refused this request. */
 	const pick = (refused: Set<unknown>) => {
@@ -91,13 +143,21 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
 		// Endpoints that refused this request for good (a missing method, HTTP 403, pruned
 		// state): the others may still serve it, so only when all refuse does the request fail.
 		const refused = new Set<unknown>();
+		const sendOpts = requestOpts.heavy ? { alone: true, timeoutMs: opts.heavyTimeoutMs ?? 180_000 } : {};
 		for (let attempt = 0; attempt < MAX_ATTEMPTS; ) {
 			const endpoint = pick(refused);
+			// A node that said when to come back (429/503 with Retry-After) gets no request before
+			// then, from any caller: it limits the client, not one request, and hammering it on
+			// makes the limit last longer.
+			const wait = endpoint.retryAt - Date.now();
+			if (wait > 0) await new Promise((r) => setTimeout(r, wait));
 			try {
-				return (await endpoint.transport.request(method, params, requestOpts)) as T;
+				const result = (await endpoint.transport.request(method, params, sendOpts)) as T;
+				record(null);
+				return result;
 			} catch (err) {
 				const kind = classify(err);
-				errors[kind.name] = (errors[kind.name] ?? 0) + 1;
+				record({ kind: kind.name, message: `${method} at ${endpoint.label}: ${shortMessage(err)}` });
 				if (!kind.retryable) {
 					refused.add(endpoint);
 					if (refused.size < endpoints.length) continue;
@@ -112,7 +172,10 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
 				}
 				if (kind.name === "batch_too_large") endpoint.transport.shrinkBatches();
 				last = err;
-				endpoint.coolUntil = Date.now() + COOLDOWN_MS;
+				if (kind.retryAfterMs !== undefined) {
+					endpoint.retryAt = Math.max(endpoint.retryAt, Date.now() + kind.retryAfterMs * (opts.delayScale ?? 1));
+				}
+				endpoint.coolUntil = Math.max(Date.now() + COOLDOWN_MS, endpoint.retryAt);
 				next = (next + 1) % endpoints.length;
 				const backoff = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** attempt) * (0.5 + Math.random() / 2);
 				const delay = (kind.retryAfterMs ?? backoff) * (opts.delayScale ?? 1);
@@ -130,13 +193,46 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
 		);
 	}
 
-	return { request, errors };
+	return {
+		request,
+		errors,
+		health,
+		reportFault(kind, message) {
+			// Not a request of its own (the answer was counted when it arrived), but a failure.
+			record({ kind, message }, false);
+		},
+	};
+}
+
+/** The node as the client sees it now: "down" when every attempt has failed for DOWN_AFTER_MS,
+ * "degraded" when some attempt failed within the last HEALTH_WINDOW_S, else "ok". */
+export function nodeStatus(
+	health: RpcHealth,
+	now = Date.now(),
+): {
+	status: "ok" | "degraded" | "down";
+	window_seconds: number;
+	attempts: number;
+	failures: number;
+} {
+	const since = Math.floor(now / 1000) - HEALTH_WINDOW_S;
+	let attempts = 0;
+	let failures = 0;
+	for (const [second, a, f] of health.recent) {
+		if (second <= since) continue;
+		attempts += a;
+		failures += f;
+	}
+	const down = health.failingSince != null && now - health.failingSince >= DOWN_AFTER_MS;
+	const status = down ? "down" : failures > 0 ? "degraded" : "ok";
+	return { status, window_seconds: HEALTH_WINDOW_S, attempts, failures };
 }
 
 interface ErrorKind {
 	name:
 		| "method_not_found"
 		| "rpc_error"
+		| "node_error"
 		| "rate_limited"
 		| "batch_too_large"
 		| "http_error"
@@ -162,8 +258,11 @@ export function classify(err: unknown): ErrorKind {
 		) {
 			return { name: "batch_too_large", retryable: true };
 		}
-		if (RETRYABLE_RPC_CODES.has(err.code) || RETRYABLE_RPC_MESSAGE.test(err.message)) {
+		if (RATE_LIMIT_RPC_CODES.has(err.code) || RATE_LIMIT_RPC_MESSAGE.test(err.message)) {
 			return { name: "rate_limited", retryable: true };
+		}
+		if (TRANSIENT_RPC_CODES.has(err.code) || TRANSIENT_RPC_MESSAGE.test(err.message)) {
+			return { name: "node_error", retryable: true };
 		}
 		return { name: "rpc_error", retryable: false };
 	}

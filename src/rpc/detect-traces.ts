@@ -1,8 +1,11 @@
 import type { TraceFormat } from "../extract/extract-block.js";
-import { UserInputError } from "../util/errors.js";
+import { ConsistencyError, UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 import { getBlockTraces } from "./actions.js";
 import { type RpcClient, RpcError } from "./client.js";
+
+/** Answers of null for the probe block tolerated before the probe fails. */
+const PROBE_ATTEMPTS = 6;
 
 export type TraceMode = "auto" | "parity" | "geth" | "off";
 
@@ -22,7 +25,7 @@ export async function detectTraceFormat(
 	const failures: string[] = [];
 	for (const format of candidates) {
 		try {
-			await getBlockTraces(rpc, Math.max(probeBlock, 1), format);
+			await probe(rpc, Math.max(probeBlock, 1), format);
 			return format;
 		} catch (err) {
 			// Only a refusal means "not supported": a node that is unreachable, rate-limiting or
@@ -43,4 +46,18 @@ export async function detectTraceFormat(
 			"are marked unavailable for this range in the manifest (not written as empty).",
 	);
 	return null;
+}
+
+/** Traces `n`, asking again while the node answers null for it (a lagging node or backend):
+ * a block the node lacks for a moment says nothing about its trace API. */
+async function probe(rpc: RpcClient, n: number, format: TraceFormat): Promise<void> {
+	for (let attempt = 1; ; attempt++) {
+		try {
+			await getBlockTraces(rpc, n, format);
+			return;
+		} catch (err) {
+			if (!(err instanceof ConsistencyError && err.retryable) || attempt >= PROBE_ATTEMPTS) throw err;
+			await new Promise((r) => setTimeout(r, 250 * attempt));
+		}
+	}
 }

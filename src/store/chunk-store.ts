@@ -1,9 +1,11 @@
+import { existsSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
+import { crashPoint } from "../util/crash-point.js";
 import { INDEX_NAMES, INDEXES, indexesFor } from "./indexes.js";
-import { partitionFileName, partitionPath, stagingDir } from "./layout.js";
+import { manifestPath, partitionFileName, partitionPath, stagingDir } from "./layout.js";
 import { type ChunkEntry, chunkFiles, GHOST_DATASET, hasFiles, type Manifest, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
 
@@ -40,6 +42,7 @@ export async function writeChunkFiles(
 	};
 	for (const d of datasets) {
 		counts[d] = await writer.write(d, rows[d], partitionPath(dataDir, chain, d, entry), stagingDir(dataDir, chain));
+		crashPoint("chunk.dataset-written");
 	}
 	await deriveIndexes(writer, dataDir, chain, entry);
 	return entry;
@@ -51,6 +54,7 @@ export async function deriveIndexes(writer: ParquetWriter, dataDir: string, chai
 	for (const i of entry.indexes) {
 		const source = partitionPath(dataDir, chain, INDEXES[i].source, entry);
 		await writer.derive(i, source, partitionPath(dataDir, chain, i, entry));
+		crashPoint("chunk.index-written");
 	}
 }
 
@@ -63,6 +67,7 @@ export async function writeChunk(
 	rows: DatasetRows,
 ): Promise<ChunkEntry> {
 	const entry = await writeChunkFiles(writer, dataDir, manifest.chain, range, rows);
+	crashPoint("chunk.files-written");
 	manifest.chunks.push(entry);
 	await saveManifest(dataDir, manifest);
 	return entry;
@@ -89,6 +94,13 @@ export async function replaceChunks(
 export async function removeUnlisted(dataDir: string, manifest: Manifest): Promise<string[]> {
 	const removed: string[] = [];
 	await rm(stagingDir(dataDir, manifest.chain), { recursive: true, force: true });
+	// A manifest save cut short between its write and its rename; a later save would overwrite
+	// it, but a run with nothing to commit would leave it for good.
+	const manifestTmp = `${manifestPath(dataDir, manifest.chain)}.tmp`;
+	if (existsSync(manifestTmp)) {
+		await rm(manifestTmp, { force: true });
+		removed.push(basename(manifestTmp));
+	}
 	const listed: [string, Set<string>][] = [...DATASETS, ...INDEX_NAMES].map((d) => [
 		d,
 		new Set(manifest.chunks.filter((c) => hasFiles(c, d)).map((c) => partitionFileName(d, c))),
@@ -106,6 +118,7 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 			if (names.has(name)) continue;
 			await rm(join(dir, name), { force: true });
 			removed.push(join(d, name));
+			crashPoint("recover.file-removed");
 		}
 	}
 	return removed;

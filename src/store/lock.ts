@@ -1,5 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { crashPoint } from "../util/crash-point.js";
 import { ChainlakeError } from "../util/errors.js";
 
 /**
@@ -13,6 +14,7 @@ export function acquireWriteLock(chainDir: string): () => void {
 	for (let attempt = 0; attempt < 2; attempt++) {
 		try {
 			writeFileSync(path, String(process.pid), { flag: "wx" });
+			crashPoint("lock.acquired");
 			return () => rmSync(path, { force: true });
 		} catch (err) {
 			if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
@@ -24,6 +26,7 @@ export function acquireWriteLock(chainDir: string): () => void {
 				);
 			}
 			rmSync(path, { force: true });
+			crashPoint("lock.taken-over");
 		}
 	}
 	throw new ChainlakeError("DATA_DIR_LOCKED", `could not lock ${chainDir}`);

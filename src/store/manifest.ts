@@ -3,6 +3,7 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import type { DatasetName } from "../extract/rows.js";
+import { crashPoint } from "../util/crash-point.js";
 import { ChainlakeError } from "../util/errors.js";
 import type { IndexName } from "./indexes.js";
 import { manifestPath, partitionPath, type RangeId } from "./layout.js";
@@ -34,6 +35,13 @@ export interface Manifest {
 	chunks: ChunkEntry[];
 	/** Files of blocks that were reorged out (dataset ghost_blocks), kept so their hashes still answer. */
 	ghosts?: RangeId[];
+	/**
+	 * The follower's record of the highest stored block it has treated as final (written in a
+	 * partition chunk, or compacted): a reorg at or below it is a node fault, refused. Kept here
+	 * rather than derived from the node's head, which moves on while the follower is down.
+	 * Absent in folders only backfilled.
+	 */
+	final_through?: number;
 }
 
 export async function loadManifest(dataDir: string, chain: string, chainNumber: number): Promise<Manifest> {
@@ -62,7 +70,9 @@ export async function saveManifest(dataDir: string, m: Manifest): Promise<void> 
 	await mkdir(dirname(path), { recursive: true });
 	m.chunks.sort((a, b) => a.from - b.from);
 	await writeFile(`${path}.tmp`, `${JSON.stringify(m, null, 1)}\n`);
+	crashPoint("manifest.tmp-written");
 	await rename(`${path}.tmp`, path);
+	crashPoint("manifest.saved");
 }
 
 /** The parts of [from, to] that no chunk covers yet. */

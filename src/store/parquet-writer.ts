@@ -4,6 +4,7 @@ import { mkdir, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../extract/rows.js";
+import { crashPoint } from "../util/crash-point.js";
 import { INDEXES, type IndexName } from "./indexes.js";
 import { SCHEMAS, SORT_KEY } from "./schema.js";
 
@@ -90,7 +91,9 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${columns.join(", ")}}) ORDER BY ${orderOf(dataset)})
 				 TO ${quote(tmp)} (${parquetCopyOptions(rows.length)})`,
 			);
+			crashPoint("parquet.write.tmp-written");
 			await rename(tmp, path);
+			crashPoint("parquet.write.renamed");
 			await rm(staged, { force: true });
 			return rows.length;
 		},
@@ -103,6 +106,7 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			await conn.run(
 				`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions(n)})`,
 			);
+			crashPoint("parquet.merge.tmp-written");
 			await rename(tmp, path);
 			return n;
 		},
@@ -112,6 +116,7 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			const copied = await conn.runAndReadAll(
 				`COPY (${indexRowsSql(index, sourceFile)} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${INDEX_COPY_OPTIONS})`,
 			);
+			crashPoint("parquet.derive.tmp-written");
 			await rename(tmp, path);
 			return Number(copied.getRows()[0]?.[0] ?? 0);
 		},

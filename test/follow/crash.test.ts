@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
+import { seededRandom } from "../crash/seeded.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { spawnScript } from "../helpers/cli.js";
 import { datasetRows } from "../helpers/compare.js";
@@ -14,7 +15,8 @@ import { startRpcProxy } from "../helpers/rpc-proxy.js";
 /**
  * SIGKILL the follower (npm run follow) at several moments — mid-fetch, mid-write, mid-compaction,
  * whatever it is doing — restart it, and at the end compare every dataset with a clean backfill:
- * no block lost, no row doubled.
+ * no block lost, no row doubled. The moments come from a seeded PRNG (CHAINLAKE_CRASH_SEED repeats
+ * a run's); test/crash/ crashes at each named point of the write paths deterministically.
  */
 const CHAIN = 31337;
 let anvil: AnvilInstance;
@@ -74,6 +76,8 @@ async function finishAndCompare(dir: string, cleanName: string): Promise<number>
 	return head;
 }
 
+// Timeouts: up to 7 starts of the follower, each catching up through a slow proxy, take
+// 20 s on a quiet 2-core machine and several times that on a busy one.
 describe("follower crash and restart", () => {
 	it("SIGKILLed at several points, restarted, ends equal to a clean backfill", async () => {
 		const dir = join(root, "followed");
@@ -88,7 +92,10 @@ describe("follower crash and restart", () => {
 			}
 		})();
 		const kills: number[] = [];
-		for (const extra of [0, 40, 90, 150, 230, 320]) {
+		const rand = seededRandom("follow crash");
+		// Spread over the first few hundred ms of work after a commit, sorted so they cover the range.
+		const delays = [0, 1, 2, 3, 4, 5].map((i) => rand.int(i * 60, i * 60 + 60));
+		for (const extra of delays) {
 			const child = follow(dir);
 			const exited = new Promise((r) => child.on("exit", r));
 			// Kill once it has committed something new, plus a varying moment into its next work.
@@ -106,13 +113,14 @@ describe("follower crash and restart", () => {
 		// The kills landed at different points of the run, each before it had caught up.
 		expect(new Set(kills).size, JSON.stringify(kills)).toBeGreaterThan(2);
 		expect(kills.every((k) => k < head)).toBe(true);
-	});
+	}, 300_000);
 
 	it("SIGKILLed in the middle of handling a reorg, restarted, ends equal to a clean backfill", async () => {
 		const dir = join(root, "followed");
 		const [from] = (await call("eth_accounts", [])) as string[];
 		// Two rounds: a reorg while the follower is down, then kills right after its first commits.
-		for (const extra of [0, 25]) {
+		const rand = seededRandom("follow crash in reorg");
+		for (const extra of [0, rand.int(0, 40)]) {
 			await call("eth_sendTransaction", [{ from, to: `0x${"ab".repeat(20)}`, value: "0x7" }]);
 			await call("evm_mine", []);
 			await call("anvil_reorg", [2, []]);
@@ -130,5 +138,5 @@ describe("follower crash and restart", () => {
 		await finishAndCompare(dir, "clean-after-reorgs");
 		const followed = await datasetRows(dir, CHAIN);
 		expect(JSON.stringify(followed.transfers)).not.toContain("ab".repeat(20));
-	});
+	}, 300_000);
 });

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import { nodeStatus } from "../../rpc/client.js";
 import { readManifestSafe } from "../../store/manifest.js";
 import type { ApiContext } from "../context.js";
 
@@ -44,6 +45,19 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 								faults: f.stats.faults,
 								rpc_errors: f.rpcErrors,
 								last_step_at: f.stats.lastStepAt ? new Date(f.stats.lastStepAt).toISOString() : null,
+								last_fault: f.stats.lastFault && {
+									at: new Date(f.stats.lastFault.at).toISOString(),
+									message: f.stats.lastFault.message,
+								},
+								// Faults retried within a step (errors, timeouts, null or contradictory answers) leave
+								// the data right but say the node is unwell: "degraded" while any happened lately.
+								node: {
+									...nodeStatus(f.stats.node),
+									last_error: f.stats.node.lastError && {
+										...f.stats.node.lastError,
+										at: new Date(f.stats.node.lastError.at).toISOString(),
+									},
+								},
 							}
 						: null,
 				};

@@ -1,0 +1,333 @@
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CRASH_POINTS, type CrashPointName } from "../../src/util/crash-point.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload } from "../../src/workload/run.js";
+import { backfillInto } from "../helpers/anvil-chain.js";
+import { runScript, spawnScript } from "../helpers/cli.js";
+import { datasetRows } from "../helpers/compare.js";
+import { nodeCall, sendMined } from "../helpers/node-rpc.js";
+import { folderState, readListed } from "./folder.js";
+import { seededRandom } from "./seeded.js";
+
+/**
+ * Crashes at every crash point of the write paths (src/util/crash-point.ts): the real CLIs run
+ * with CHAINLAKE_CRASH_AT=<point>[:<n>] and SIGKILL themselves exactly there. After each crash the
+ * folder must still read whole through its manifest (what a reader process sees meanwhile); each
+ * next run restarts on the crashed folder (and crashes at the next point); a last clean run
+ * finishes. Then every dataset and index equals a clean backfill of the same chain (for the
+ * backfill byte for byte), with no temporary file, no file the manifest does not list, no lock.
+ *
+ * Points are chained (the restart after one crash is the run that crashes at the next), so one
+ * start of the CLI (~1 s) is both a restart and a crash. With CHAINLAKE_CRASH_FULL=1 (npm run soak) a
+ * seeded random series of points, arrivals and kill moments follows (CHAINLAKE_CRASH_SEED
+ * repeats one).
+ */
+const CHAIN = 31337;
+const CHAIN_ID = `eip155-${CHAIN}`;
+const FULL = process.env.CHAINLAKE_CRASH_FULL === "1";
+/** The points the runs below reached (the test at the end requires all of them). */
+const reached = new Set<CrashPointName>();
+
+let anvil: AnvilInstance;
+let root: string;
+/** The last block of the workload: the backfill's fixed range ends there. */
+let workloadHead: number;
+let accounts: string[];
+
+const call = (method: string, params: unknown[] = []) => nodeCall(anvil.url, method, params);
+const nodeHead = async () => Number(await call("eth_blockNumber"));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	// Contracts, tokens, traces, logs: every dataset and index has rows.
+	await runWorkload({ rpcUrl: anvil.url });
+	workloadHead = await nodeHead();
+	accounts = (await call("eth_accounts")) as string[];
+	root = await mkdtemp(join(tmpdir(), "chainlake-crash-points-"));
+});
+afterAll(async () => {
+	await anvil?.stop();
+	await rm(root, { recursive: true, force: true });
+});
+
+type At = CrashPointName | `${CrashPointName}:${number}`;
+
+/**
+ * Runs `script` with CHAINLAKE_CRASH_AT=`at` and waits for it to SIGKILL itself there, while
+ * `drive` (if any) acts on the chain. Throws unless it died by SIGKILL at that very point.
+ * With `killAfterMs`, a run that has not reached its point by then is killed from outside
+ * instead (the soak's random moments).
+ */
+async function crashAt(
+	script: string,
+	args: string[],
+	at: At,
+	drive?: (running: () => boolean) => Promise<void>,
+	killAfterMs?: number,
+): Promise<{ stderr: string; external: boolean }> {
+	const child = spawnScript(script, args, { CHAINLAKE_CRASH_AT: at });
+	let stderr = "";
+	child.stderr?.on("data", (c) => {
+		stderr += c;
+	});
+	child.stdout?.resume();
+	let running = true;
+	let external = false;
+	const exited = new Promise<NodeJS.Signals | null>((r) =>
+		child.on("close", (_code, signal) => {
+			running = false;
+			r(signal);
+		}),
+	);
+	const timer = setTimeout(() => {
+		external = true;
+		child.kill("SIGKILL");
+	}, killAfterMs ?? 90_000);
+	const driving = drive?.(() => running);
+	const signal = await exited;
+	clearTimeout(timer);
+	await driving;
+	const [name, n = "1"] = at.split(":") as [CrashPointName, string?];
+	if (external && killAfterMs !== undefined && signal === "SIGKILL") return { stderr, external };
+	if (signal !== "SIGKILL" || external || !stderr.includes(`crash point ${name}:${n} reached`)) {
+		throw new Error(
+			`${script} with CHAINLAKE_CRASH_AT=${at} did not crash there (signal ${signal}${external ? ", timed out" : ""}):\n${stderr.slice(-3000)}`,
+		);
+	}
+	reached.add(name);
+	return { stderr, external };
+}
+
+/** What a reader sees right after a crash: every file the manifest lists is there and whole. */
+async function assertReadable(chainDir: string, after: string) {
+	const s = folderState(chainDir);
+	expect(s.missing, `listed but missing after a crash at ${after}`).toEqual([]);
+	await expect(readListed(chainDir), `unreadable after a crash at ${after}`).resolves.toBeDefined();
+}
+
+/** After the final clean run: nothing temporary, nothing unlisted, nothing missing, no lock. */
+function assertTidy(chainDir: string) {
+	const s = folderState(chainDir);
+	expect({ tmp: s.tmp, unlisted: s.unlisted, missing: s.missing, locked: s.locked }).toEqual({
+		tmp: [],
+		unlisted: [],
+		missing: [],
+		locked: false,
+	});
+}
+
+/** Every file under the chain folder with its sha256, by path (as test/backfill/crash-resume). */
+function snapshot(chainDir: string): Record<string, string> {
+	const out: Record<string, string> = {};
+	for (const e of readdirSync(chainDir, { recursive: true, withFileTypes: true })) {
+		if (!e.isFile()) continue;
+		const path = join(e.parentPath, e.name);
+		out[relative(chainDir, path)] = createHash("sha256").update(readFileSync(path)).digest("hex");
+	}
+	return out;
+}
+
+const backfillArgs = (dir: string) => [
+	...["--chain", CHAIN_ID, "--rpc", anvil.url, "--from", "0", "--to", String(workloadHead)],
+	...["--data-dir", dir, "--partition-size", "3", "--concurrency", "2", "--traces", "parity"],
+];
+
+/**
+ * Backfill points, in order, on one folder: each run recovers from the previous crash and gets a
+ * little further (a chunk is 7 dataset files, then 2 index files, then the manifest save).
+ */
+const BACKFILL_SEQUENCE: At[] = [
+	"lock.acquired", // a fresh folder: only the lock file
+	"lock.taken-over", // the dead run's lock removed, no lock
+	"backfill.chunk-fetched", // chunk 0 in memory
+	"parquet.write.tmp-written", // chunk 0's first dataset as .tmp
+	"parquet.write.renamed:3", // three dataset files of chunk 0, staged NDJSON left
+	"chunk.dataset-written:6",
+	"parquet.derive.tmp-written", // chunk 0's datasets, an index as .tmp
+	"chunk.index-written",
+	"chunk.files-written", // all of chunk 0's files, unlisted
+	"recover.file-removed:4", // the start-up cleanup of those files, cut short
+	"manifest.tmp-written", // chunk 0 in _manifest.json.tmp only
+	"manifest.saved:2", // chunks 0 and 1 committed
+	"backfill.chunk-committed:3", // chunks 2..4 committed, chunk 5 being fetched
+];
+
+const followArgs = (dir: string) => [
+	...["--follow", `${CHAIN_ID}=${anvil.url}`, "--data-dir", dir],
+	// Head blocks are one-block files, a partition (4 blocks) is compacted 3 blocks after its
+	// last, and replaced files are deleted at once: every write path runs within seconds.
+	...["--finality-depth", "3", "--poll-ms", "20", "--partition-size", "4", "--delete-grace-ms", "0"],
+];
+const storedHead = (dir: string) => folderState(join(dir, CHAIN_ID)).storedHead;
+
+type Drive = ((running: () => boolean) => Promise<void>) | undefined;
+const none: Drive = undefined;
+/** New blocks with a transfer each, one every 100 ms, while the follower runs. */
+const mine: Drive = async (running) => {
+	for (let i = 0; running(); i++) {
+		await sendMined(anvil.url, { from: accounts[i % 3] as string, to: accounts[3] as string, value: "0x1" });
+		await sleep(100);
+	}
+};
+/** Hashes of the blocks the reorgs below orphaned, by followed folder, for the ghost check. */
+const orphaned = new Map<string, string[]>();
+/** Once the follower has stored the node's head block (that very block: an earlier reorg may be
+ * pending), replaces the top 2 blocks; their transfers vanish. */
+const reorg =
+	(dir: string): Drive =>
+	async (running) => {
+		const hashAt = async (n: number) =>
+			((await call("eth_getBlockByNumber", [`0x${n.toString(16)}`, false])) as { hash: string }).hash;
+		for (;;) {
+			if (!running()) return;
+			const head = await nodeHead();
+			const tip = folderState(join(dir, CHAIN_ID)).manifest?.chunks.find((c) => c.to === head);
+			if (tip && tip.last_hash === (await hashAt(head))) {
+				// Stored chunks chain by parent hash, so the block below is the canonical one too.
+				orphaned.set(dir, [...(orphaned.get(dir) ?? []), await hashAt(head - 1), tip.last_hash]);
+				await call("anvil_reorg", [2, []]);
+				return;
+			}
+			await sleep(20);
+		}
+	};
+/** Blocks mined before a run starts: the chain moved on while the follower was down. */
+const downtime = (blocks: number) => async () => {
+	for (let i = 0; i < blocks; i++) await call("evm_mine");
+};
+
+/** Follower points, in order, on one folder: [point, what the chain does meanwhile, before the start]. */
+const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => [
+	["follow.started", none], // a fresh folder, lock taken, nothing else
+	["follow.append.fetched", none], // catch-up from block 0 fetched
+	["follow.append.chunk-written:3", none], // 3 of its chunks written, unlisted
+	["follow.append.committed", none], // catch-up committed: final partitions, then one-block files
+	["follow.compact.dataset-merged:3", mine], // the first compaction, 3 merged files written
+	["parquet.merge.tmp-written", none], // the restart redoes that compaction: a .tmp
+	["follow.compact.files-written", none], // merged files complete, the manifest unchanged
+	["follow.compact.swapped", none], // merged chunk listed, small files still on disk
+	["follow.retire.file-removed:4", mine], // the next compaction's small files, half deleted
+	["follow.reorg.detected", reorg(dir)], // a reorg of the top 2 blocks seen
+	// Down for a while: the node moved on, so the orphaned blocks now lie deeper than the
+	// finality depth below its head; they were stored as non-final, so the restart must still
+	// unwind them (not refuse it as a node fault, and so stall for good).
+	["follow.reorg.ghosts-written", none, downtime(5)], // the restart sees it again: ghost file written
+	["manifest.tmp-written", none], // the truncating manifest as .tmp
+	["follow.reorg.committed", none], // orphans unlisted, ghosts listed, their files not retired
+	["recover.file-removed:2", none], // the orphans' files removed at start-up, cut short
+	["manifest.saved", none], // the canonical blocks appended
+];
+
+/**
+ * Restarts the follower without a crash point, lets it store the node's head, stops it (SIGTERM),
+ * and compares every dataset and index with a clean backfill of the chain as it is now.
+ */
+async function finishAndCompare(dir: string, cleanName: string) {
+	// A new block, so that the stored head reaching the node's proves this run is up and working.
+	const head = await sendMined(anvil.url, { from: accounts[0] as string, to: accounts[4] as string, value: "0x2" });
+	const child = spawnScript("follow.ts", followArgs(dir));
+	let stderr = "";
+	child.stderr?.on("data", (c) => {
+		stderr += c;
+	});
+	const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
+	// Generous: under a full parallel test run a CLI start alone can take several seconds.
+	const deadline = Date.now() + 90_000;
+	while (storedHead(dir) < head && Date.now() < deadline) await sleep(20);
+	// A few more polls, so that a compaction the last block triggers is done too.
+	await sleep(300);
+	child.kill("SIGTERM");
+	expect(await exited, stderr).toBe(0);
+	expect(storedHead(dir), stderr).toBe(head);
+	assertTidy(join(dir, CHAIN_ID));
+
+	const clean = join(root, cleanName);
+	await backfillInto(clean, anvil.url, CHAIN, { traces: "auto", partitionSize: 4 });
+	const [got, want] = await Promise.all([readListed(join(dir, CHAIN_ID)), readListed(join(clean, CHAIN_ID))]);
+	const { ghost_blocks: _ghosts, ...gotData } = got;
+	expect(Object.keys(gotData).sort()).toEqual(Object.keys(want).sort());
+	for (const d of Object.keys(want)) expect(gotData[d], d).toEqual(want[d]);
+	// The orphaned blocks answer as ghosts; the canonical ones replaced them.
+	const gone = orphaned.get(dir) ?? [];
+	const ghostHashes = (got.ghost_blocks ?? []).map((b) => (b as { hash: string }).hash);
+	expect(ghostHashes).toEqual(expect.arrayContaining(gone));
+	const canonical = (got.blocks ?? []).map((b) => (b as { hash: string }).hash);
+	expect(canonical.filter((h) => gone.includes(h))).toEqual([]);
+}
+
+// The two chains of runs share the node (the backfill's range is fixed, below the follower's
+// reorgs) and run side by side: most of a run is the CLI's start-up, which the other overlaps.
+describe.concurrent("crash at every point, restart", () => {
+	it("backfill: ends with the clean run's files, byte for byte", async () => {
+		const clean = join(root, "backfill-clean");
+		await backfillInto(clean, anvil.url, CHAIN, { to: workloadHead, partitionSize: 3, traces: "parity" });
+		const expected = snapshot(join(clean, CHAIN_ID));
+		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBeGreaterThan(9 * 10);
+
+		const dir = join(root, "backfill-crashed");
+		for (const at of BACKFILL_SEQUENCE) {
+			await crashAt("backfill.ts", backfillArgs(dir), at);
+			await assertReadable(join(dir, CHAIN_ID), at);
+		}
+		const done = await runScript("backfill.ts", backfillArgs(dir));
+		expect(done.code, done.stderr).toBe(0);
+		assertTidy(join(dir, CHAIN_ID));
+		expect(snapshot(join(dir, CHAIN_ID))).toEqual(expected);
+		const [got, want] = await Promise.all([datasetRows(dir, CHAIN), datasetRows(clean, CHAIN)]);
+		for (const d of Object.keys(want)) expect(got[d], d).toEqual(want[d]);
+	}, 300_000);
+
+	it("follower: ends equal to a clean backfill, orphaned blocks kept as ghosts", async () => {
+		const dir = join(root, "followed");
+		for (const [at, drive, before] of FOLLOW_SEQUENCE(dir)) {
+			await before?.();
+			await crashAt("follow.ts", followArgs(dir), at, drive);
+			await assertReadable(join(dir, CHAIN_ID), at);
+		}
+		await finishAndCompare(dir, "follow-clean");
+	}, 300_000);
+});
+
+describe("coverage", () => {
+	it("every crash point was reached by a run above", () => {
+		expect(CRASH_POINTS.filter((p) => !reached.has(p))).toEqual([]);
+		expect(CRASH_POINTS.length).toBeGreaterThanOrEqual(20);
+	});
+
+	it("a misspelt CHAINLAKE_CRASH_AT fails the run instead of never firing", async () => {
+		const r = await runScript("backfill.ts", ["--chain", CHAIN_ID], { CHAINLAKE_CRASH_AT: "manifest.svaed" });
+		expect(r.code).not.toBe(0);
+		expect(r.stderr).toContain('CHAINLAKE_CRASH_AT="manifest.svaed" is not');
+	});
+});
+
+describe.runIf(FULL)("soak (CHAINLAKE_CRASH_FULL=1)", () => {
+	it("a seeded random series of points, arrivals and kill moments ends equal to a clean backfill", async () => {
+		const rand = seededRandom("crash-points soak");
+		const dir = join(root, "soak");
+		const points = CRASH_POINTS.filter((p) => !p.startsWith("backfill."));
+		const kills: string[] = [];
+		for (let round = 0; round < 40; round++) {
+			const point = points[rand.int(0, points.length - 1)] as CrashPointName;
+			// Points of the start-up come once per run.
+			const once = point.startsWith("lock.") || point === "follow.started";
+			const at = `${point}:${once ? 1 : rand.int(1, 4)}` as At;
+			// Reorg points need a reorg, and some other runs make one too; the rest mine. A run whose point
+			// does not come up is killed from outside at a random moment instead.
+			const drive = point.startsWith("follow.reorg.") || rand.next() < 0.15 ? reorg(dir) : mine;
+			if (rand.next() < 0.2) await downtime(rand.int(1, 6))();
+			// (The CLI takes about a second to start.)
+			const r = await crashAt("follow.ts", followArgs(dir), at, drive, rand.int(1000, 6000));
+			kills.push(`${at}${r.external ? " (timed kill)" : ""}`);
+			await assertReadable(join(dir, CHAIN_ID), at);
+		}
+		process.stderr.write(`soak (seed ${rand.seed}): ${kills.join(", ")}\n`);
+		await finishAndCompare(dir, "soak-clean");
+	}, 900_000);
+});
