@@ -13,7 +13,6 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import autocannon from "autocannon";
 import { DATASETS } from "../src/extract/rows.js";
 import { createStore } from "../src/query/store.js";
 import { INDEX_NAMES } from "../src/store/indexes.js";
@@ -27,6 +26,8 @@ import { benchCases } from "./bench/cases.js";
 import { fmt, type Latency, timeCalls } from "./bench/measure.js";
 import { PG_TABLES, startPostgres } from "./bench/postgres.js";
 import { startService } from "./bench/server.js";
+import { runLoad } from "./load/load.js";
+import { mixedPaths } from "./load/requests.js";
 
 const { values } = parseArgs({
 	options: {
@@ -115,24 +116,25 @@ try {
 			}
 		}, n);
 	}
-	const mixed = await autocannon({
-		url: service.base,
-		connections: Number(values.connections),
-		duration: Number(values.duration),
-		headers,
-		requests: cases
-			.filter((c) => !c.name.includes("missing"))
-			.map((c) => ({ method: "GET", path: `/${chain.id}/v1${c.path}` })),
-	});
-	report.throughput = {
+	// The load test's mix (scripts/load): a seeded random pick per request over every target, so
+	// connections do not ask the same question in lockstep.
+	const mixed = await runLoad({
+		base: service.base,
+		key: KEY,
+		paths: mixedPaths(targets).map((p) => `/${chain.id}/v1${p}`),
 		connections: Number(values.connections),
 		seconds: Number(values.duration),
-		requestsPerSecond: mixed.requests.average,
-		requests: mixed.requests.total,
-		errors: mixed.errors,
+		pid: service.pid,
+	});
+	report.throughput = {
+		connections: mixed.connections,
+		seconds: mixed.seconds,
+		requestsPerSecond: mixed.requestsPerSecond,
+		requests: mixed.requests,
+		errors: mixed.errors + mixed.timeouts,
 		non2xx: mixed.non2xx,
-		latencyP50: mixed.latency.p50,
-		latencyP99: mixed.latency.p99,
+		latencyP50: mixed.latencyMs.p50,
+		latencyP99: mixed.latencyMs.p99,
 	};
 	report.serviceRssPeakBytes = service.peakRss();
 } finally {
