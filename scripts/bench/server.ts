@@ -16,7 +16,19 @@ export interface ServiceProcess {
 export async function startService(dataDir: string, port: number, key: string): Promise<ServiceProcess> {
 	const child: ChildProcess = spawn(
 		process.execPath,
-		["--import", "tsx", "scripts/serve.ts", "--data-dir", dataDir, "--port", String(port), "--rate-limit", "0"],
+		// The heap cap of `npm run serve` (package.json): see README's "Memory".
+		[
+			"--max-old-space-size=512",
+			"--import",
+			"tsx",
+			"scripts/serve.ts",
+			"--data-dir",
+			dataDir,
+			"--port",
+			String(port),
+			"--rate-limit",
+			"0",
+		],
 		{ env: { ...process.env, CHAINLAKE_API_KEYS: key }, stdio: ["ignore", "ignore", "pipe"] },
 	);
 	let stderr = "";
