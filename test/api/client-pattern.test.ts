@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ExpectedTransfer } from "../../src/workload/types.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { type ApiFixture, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
+import { receiptBlock } from "../helpers/node-rpc.js";
 
 type Item = Record<string, unknown>;
 interface Envelope {
@@ -444,7 +445,7 @@ describe("a walk whose range ends at latest while the head moves", () => {
 		}
 		// Backfill up to the last transaction's block, read from its receipt: right after
 		// eth_sendTransaction anvil's eth_blockNumber can still report the block before.
-		const to = await receiptBlock(f.anvil.url, sent[sent.length - 1] as Hex);
+		const to = await receiptBlock(f.anvil.url, sent[sent.length - 1]);
 		await backfillInto(f.dataDir, f.anvil.url, 31337, { from: head + 1, to, partitionSize: 8 });
 
 		const items = [...first.items];
@@ -471,16 +472,3 @@ describe("a walk whose range ends at latest while the head moves", () => {
 		);
 	});
 });
-
-/** The block a transaction was mined in, polling until its receipt exists. */
-async function receiptBlock(url: string, hash: Hex): Promise<number> {
-	for (;;) {
-		const res = await fetch(url, {
-			method: "POST",
-			headers: { "content-type": "application/json" },
-			body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getTransactionReceipt", params: [hash] }),
-		});
-		const receipt = ((await res.json()) as { result: { blockNumber: Hex } | null }).result;
-		if (receipt) return Number(receipt.blockNumber);
-	}
-}

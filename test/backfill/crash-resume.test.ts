@@ -1,13 +1,13 @@
-import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { seededRandom } from "../crash/seeded.js";
 import { runScript, spawnScript } from "../helpers/cli.js";
+import { fileHashes } from "../helpers/compare.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
 
 /**
@@ -39,18 +39,6 @@ const args = (dir: string, rpc: string) => [
 	...["--partition-size", "3", "--concurrency", "2", "--traces", "parity"],
 ];
 
-/** Every file under the chain folder with its sha256, by path. */
-function snapshot(dir: string): Record<string, string> {
-	const base = join(dir, CHAIN);
-	const out: Record<string, string> = {};
-	for (const e of readdirSync(base, { recursive: true, withFileTypes: true })) {
-		if (!e.isFile()) continue;
-		const path = join(e.parentPath, e.name);
-		out[relative(base, path)] = createHash("sha256").update(readFileSync(path)).digest("hex");
-	}
-	return out;
-}
-
 function chunksWritten(dir: string): number {
 	try {
 		return JSON.parse(readFileSync(join(dir, CHAIN, "_manifest.json"), "utf8")).chunks.length;
@@ -76,7 +64,7 @@ describe("crash and resume", () => {
 		const clean = join(root, "clean");
 		const r = await runScript("backfill.ts", args(clean, anvil.url));
 		expect(r.code, r.stderr).toBe(0);
-		const expected = snapshot(clean);
+		const expected = fileHashes(join(clean, CHAIN));
 		// 12 chunks, each with 7 dataset files and 2 index files.
 		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBe(12 * (7 + 2));
 
@@ -99,17 +87,17 @@ describe("crash and resume", () => {
 		// The two planted files, and whatever the last kill left half-written.
 		const removed = Number(/removed (\d+) files of an interrupted run/.exec(resumed.stderr)?.[1]);
 		expect(removed, resumed.stderr).toBeGreaterThanOrEqual(2);
-		expect(snapshot(crashed)).toEqual(expected);
+		expect(fileHashes(join(crashed, CHAIN))).toEqual(expected);
 	});
 
 	it("re-running a written range fetches nothing and changes nothing", async () => {
 		const clean = join(root, "clean");
-		const before = snapshot(clean);
+		const before = fileHashes(join(clean, CHAIN));
 		slow.calls.length = 0;
 		const r = await runScript("backfill.ts", args(clean, slow.url));
 		expect(r.code, r.stderr).toBe(0);
 		expect(r.stderr).toContain("0 to fetch in 0 chunks");
 		expect(slow.calls.filter((m) => m === "eth_getBlockByNumber")).toEqual([]);
-		expect(snapshot(clean)).toEqual(before);
+		expect(fileHashes(join(clean, CHAIN))).toEqual(before);
 	});
 });

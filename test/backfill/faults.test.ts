@@ -1,8 +1,6 @@
-import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BackfillRun, createBackfill } from "../../src/backfill/backfill.js";
 import { createRpcClient } from "../../src/rpc/client.js";
@@ -10,6 +8,7 @@ import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
+import { fileHashes } from "../helpers/compare.js";
 import { FAULT_KINDS, type FaultProxy, startFaultProxy } from "../helpers/fault-proxy.js";
 import { nodeCall } from "../helpers/node-rpc.js";
 
@@ -39,18 +38,6 @@ afterAll(async () => {
 	await rm(root, { recursive: true, force: true });
 });
 
-/** Every file under the chain folder with its sha256, by path (as crash-resume.test.ts). */
-function snapshot(dir: string): Record<string, string> {
-	const base = join(dir, `eip155-${CHAIN}`);
-	const out: Record<string, string> = {};
-	for (const e of readdirSync(base, { recursive: true, withFileTypes: true })) {
-		if (!e.isFile()) continue;
-		const path = join(e.parentPath, e.name);
-		out[relative(base, path)] = createHash("sha256").update(readFileSync(path)).digest("hex");
-	}
-	return out;
-}
-
 async function backfill(dataDir: string, url: string, range?: Partial<BackfillRun>) {
 	const logger = createMemoryLogger();
 	// A 1 s timeout (anvil answers in milliseconds) keeps each "timeout" fault cheap; small
@@ -76,12 +63,12 @@ describe("backfill through a node that fails 20% of requests", () => {
 		// Faults must not be taken for a node without traces (the range marked traceless).
 		expect(faulty.summary.traceFormat, context).toBe("parity");
 		expect(faulty.summary.rows).toEqual(clean.summary.rows);
-		const expected = snapshot(join(root, "clean"));
+		const expected = fileHashes(join(root, "clean", `eip155-${CHAIN}`));
 		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBe(
 			Math.ceil((head + 1) / 4) * (7 + 2),
 		);
 		// The manifest holds no timestamps, so every file, the manifest included, is comparable.
-		expect(snapshot(join(root, "faulty")), context).toEqual(expected);
+		expect(fileHashes(join(root, "faulty", `eip155-${CHAIN}`)), context).toEqual(expected);
 
 		for (const kind of FAULT_KINDS) expect(proxy.faults[kind], `${kind}: ${context}`).toBeGreaterThan(0);
 		// Each fault reached the client as what it is, and was retried (none is fatal).
@@ -122,7 +109,9 @@ describe("backfill through a node that fails 20% of requests", () => {
 			const context = `${forked.faults.fork} forked POSTs of ${forked.stats.requests}`;
 			console.info(`fork-only backfill: ${context}, client errors ${JSON.stringify(faulty.rpc.errors)}`);
 			expect(faulty.rpc.errors.inconsistent, context).toBeGreaterThan(0);
-			expect(snapshot(join(root, "forked")), context).toEqual(snapshot(join(root, "forked-clean")));
+			expect(fileHashes(join(root, "forked", `eip155-${CHAIN}`)), context).toEqual(
+				fileHashes(join(root, "forked-clean", `eip155-${CHAIN}`)),
+			);
 		} finally {
 			await forked.close();
 		}

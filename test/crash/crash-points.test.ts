@@ -1,15 +1,13 @@
-import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CRASH_POINTS, type CrashPointName } from "../../src/util/crash-point.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { runScript, spawnScript } from "../helpers/cli.js";
-import { datasetRows } from "../helpers/compare.js";
+import { datasetRows, fileHashes } from "../helpers/compare.js";
 import { nodeCall, sendMined } from "../helpers/node-rpc.js";
 import { folderState, readListed } from "./folder.js";
 import { seededRandom } from "./seeded.js";
@@ -120,17 +118,6 @@ function assertTidy(chainDir: string) {
 		missing: [],
 		locked: false,
 	});
-}
-
-/** Every file under the chain folder with its sha256, by path (as test/backfill/crash-resume). */
-function snapshot(chainDir: string): Record<string, string> {
-	const out: Record<string, string> = {};
-	for (const e of readdirSync(chainDir, { recursive: true, withFileTypes: true })) {
-		if (!e.isFile()) continue;
-		const path = join(e.parentPath, e.name);
-		out[relative(chainDir, path)] = createHash("sha256").update(readFileSync(path)).digest("hex");
-	}
-	return out;
 }
 
 const backfillArgs = (dir: string) => [
@@ -267,7 +254,7 @@ describe.concurrent("crash at every point, restart", () => {
 	it("backfill: ends with the clean run's files, byte for byte", async () => {
 		const clean = join(root, "backfill-clean");
 		await backfillInto(clean, anvil.url, CHAIN, { to: workloadHead, partitionSize: 3, traces: "parity" });
-		const expected = snapshot(join(clean, CHAIN_ID));
+		const expected = fileHashes(join(clean, CHAIN_ID));
 		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBeGreaterThan(9 * 10);
 
 		const dir = join(root, "backfill-crashed");
@@ -278,7 +265,7 @@ describe.concurrent("crash at every point, restart", () => {
 		const done = await runScript("backfill.ts", backfillArgs(dir));
 		expect(done.code, done.stderr).toBe(0);
 		assertTidy(join(dir, CHAIN_ID));
-		expect(snapshot(join(dir, CHAIN_ID))).toEqual(expected);
+		expect(fileHashes(join(dir, CHAIN_ID))).toEqual(expected);
 		const [got, want] = await Promise.all([datasetRows(dir, CHAIN), datasetRows(clean, CHAIN)]);
 		for (const d of Object.keys(want)) expect(got[d], d).toEqual(want[d]);
 	}, 300_000);

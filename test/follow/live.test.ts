@@ -8,7 +8,7 @@ import { startFollowers } from "../../src/follow/followers.js";
 import { createStore } from "../../src/query/store.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
-import { nodeCall } from "../helpers/node-rpc.js";
+import { nodeCall, receiptBlock } from "../helpers/node-rpc.js";
 
 /** The service with a follower on a live anvil: mined blocks show up through the API. */
 const CHAIN = 31337;
@@ -62,9 +62,7 @@ describe("following a live chain", () => {
 			const hash = await rpc("eth_sendTransaction", [{ from, to, value: `0x${i.toString(16)}` }]);
 			// The block the transaction landed in, from its receipt: anvil's eth_blockNumber can
 			// still report the previous block right after eth_sendTransaction.
-			let receipt: { blockNumber: string } | null = null;
-			while (!receipt) receipt = (await rpc("eth_getTransactionReceipt", [hash])) as { blockNumber: string } | null;
-			const n = Number(receipt.blockNumber);
+			const n = await receiptBlock(anvil.url, hash);
 			const deadline = Date.now() + 10_000;
 			while ((await get(`/eip155-${CHAIN}/v1/blocks/latest`)).number !== n && Date.now() < deadline) {
 				await new Promise((r) => setTimeout(r, 20));

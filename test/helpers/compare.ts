@@ -1,3 +1,6 @@
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import { DATASETS } from "../../src/extract/rows.js";
 import { openViews } from "./anvil-chain.js";
 
@@ -21,4 +24,15 @@ export async function datasetRows(dataDir: string, chainId: number): Promise<Rec
 	} finally {
 		views.close();
 	}
+}
+
+/** Every file under a chain folder with its sha256, by path: for "byte-identical to a clean run". */
+export function fileHashes(chainDir: string): Record<string, string> {
+	const out: Record<string, string> = {};
+	for (const e of readdirSync(chainDir, { recursive: true, withFileTypes: true })) {
+		if (!e.isFile()) continue;
+		const path = join(e.parentPath, e.name);
+		out[relative(chainDir, path)] = createHash("sha256").update(readFileSync(path)).digest("hex");
+	}
+	return out;
 }

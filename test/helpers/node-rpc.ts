@@ -11,16 +11,24 @@ export async function nodeCall(url: string, method: string, params: unknown[] = 
 	return body.result;
 }
 
+/** The block a transaction was mined in, polling its receipt (for up to 2 s). */
+export async function receiptBlock(url: string, hash: unknown): Promise<number> {
+	for (let i = 0; i < 200; i++) {
+		const receipt = (await nodeCall(url, "eth_getTransactionReceipt", [hash])) as { blockNumber: string } | null;
+		if (receipt) return Number(receipt.blockNumber);
+		await new Promise((r) => setTimeout(r, 10));
+	}
+	throw new Error(`transaction ${String(hash)} not mined after 2 s`);
+}
+
 /** Sends a transaction and waits until it is mined and the node's eth_blockNumber has caught up
  * with its block: right after eth_sendTransaction, anvil's eth_blockNumber can still report the
  * block before. Returns the transaction's block number. */
 export async function sendMined(url: string, tx: Record<string, string>): Promise<number> {
-	const hash = await nodeCall(url, "eth_sendTransaction", [tx]);
+	const block = await receiptBlock(url, await nodeCall(url, "eth_sendTransaction", [tx]));
 	for (let i = 0; i < 200; i++) {
-		const receipt = (await nodeCall(url, "eth_getTransactionReceipt", [hash])) as { blockNumber: string } | null;
-		if (receipt && Number(await nodeCall(url, "eth_blockNumber")) >= Number(receipt.blockNumber))
-			return Number(receipt.blockNumber);
+		if (Number(await nodeCall(url, "eth_blockNumber")) >= block) return block;
 		await new Promise((r) => setTimeout(r, 10));
 	}
-	throw new Error(`transaction ${String(hash)} not mined after 2 s`);
+	throw new Error(`eth_blockNumber still below block ${block} after 2 s`);
 }
