@@ -15,6 +15,14 @@ export async function findGhostBlock(db: Snapshot, hash: string): Promise<Row | 
 	return row;
 }
 
+/** The newest stored block, or undefined while there is none; kept per manifest state (it changes only with it). */
+export function latestBlock(db: Snapshot): Promise<Row | undefined> {
+	return db.memo("latest-block", async () => {
+		const head = db.head();
+		return head == null ? undefined : findBlockByNumber(db, head);
+	});
+}
+
 export async function findBlockByNumber(db: Snapshot, number: number): Promise<Row | undefined> {
 	const [row] = await db.query(`SELECT ${BLOCK_COLUMNS} FROM {blocks} WHERE number = $number`, { number });
 	return row;

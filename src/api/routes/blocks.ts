@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { findBlockByHash, findBlockByNumber, findGhostBlock, listBlocks } from "../../query/blocks.js";
+import { findBlockByHash, findGhostBlock, latestBlock, listBlocks } from "../../query/blocks.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
 import { DEFAULT_LIMIT, envelope } from "../list-reply.js";
@@ -27,8 +27,8 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 		async (req) => {
 			const db = openChain(ctx, req.params.chain_id);
 			const chain = db.chain;
-			// The latest block changes only with the manifest: answered from memory in between.
-			const block = await db.memo("latest-block", async () => findBlockByNumber(db, await headBlock(db)));
+			await headBlock(db); // 503 NO_DATA before the first block is stored
+			const block = await latestBlock(db);
 			if (!block) throw notFound("BLOCK_NOT_FOUND", `no latest block on ${chain}`);
 			return blockRecord(block);
 		},

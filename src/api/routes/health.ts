@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import { latestBlock } from "../../query/blocks.js";
 import { nodeStatus } from "../../rpc/client.js";
 import { readManifestSafe } from "../../store/manifest.js";
 import type { ApiContext } from "../context.js";
@@ -8,7 +9,8 @@ async function storedHeads(ctx: ApiContext) {
 	const heads = new Map<string, { block: number; timestamp: number } | null>();
 	for (const chain of ctx.store.chains()) {
 		try {
-			const [row] = await ctx.store.query(chain, "SELECT number, timestamp FROM {blocks} ORDER BY number DESC LIMIT 1");
+			// The head from the manifest, its block memoised like /blocks/latest: readiness probes are frequent.
+			const row = await latestBlock(ctx.store.snapshot(chain));
 			heads.set(chain, row ? { block: Number(row.number), timestamp: Number(row.timestamp) } : null);
 		} catch {
 			heads.set(chain, null);
