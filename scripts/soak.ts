@@ -32,6 +32,13 @@ const { values } = parseArgs({
 		out: { type: "string" },
 	},
 });
+for (const flag of ["connections", "duration", "port"] as const) {
+	const v = Number(values[flag]);
+	if (!Number.isInteger(v) || v < 1) {
+		process.stderr.write(`--${flag} must be a whole number above 0, got ${values[flag]}\n`);
+		process.exit(2);
+	}
+}
 const dataDir = values["data-dir"] as string;
 const chain = parseChainId("eip155-1");
 const say = (s: string) => process.stdout.write(`${s}\n`);
