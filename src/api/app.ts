@@ -86,7 +86,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 				title: "chainlake",
 				version: "1",
 				description:
-					"Blocks, transactions, transfers, contract creations and self-destructs of EVM chains, from Parquet files. Every data route needs an API key (Bearer, or Basic with the key as username).",
+					"Blocks, transactions, transfers, contract creations and self-destructs of EVM chains, from Parquet files. Every data route needs an API key (Bearer, or Basic with the key as username). Every shape and error follows docs/api-contract.md of the chainlake repository (docs/interface-spec.md is the service as specified).",
 			},
 			servers: [{ url: base || "/" }],
 			components: {

@@ -1,7 +1,7 @@
 /**
  * Blocks and transactions decoded from real mainnet JSON-RPC responses, compared field by
  * field with what ethereum-etl exported from the same responses (fixtures: see
- * test/fixtures/mainnet.ts and ../shared/fixtures/ethereum-mainnet/README.md).
+ * test/fixtures/mainnet.ts and test/fixtures/ethereum-mainnet/README.md).
  *
  * Representation differences that are intended, not bugs:
  * - nonce: etl writes the 8-byte hex nonce, chainlake an exact decimal string (compared as BigInt);
