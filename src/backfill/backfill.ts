@@ -133,6 +133,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 						lastHash: last?.hash ?? "",
 					},
 					data,
+					links.map((l) => l.hash),
 				);
 				crashPoint("backfill.chunk-committed");
 				let chunkRows = 0;

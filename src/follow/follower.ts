@@ -4,10 +4,26 @@ import type { TraceFormat } from "../extract/extract-block.js";
 import { compareBlockHash, ethBlockNumber, ethGetBlockHash } from "../rpc/actions.js";
 import type { RpcClient, RpcHealth } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
-import { deriveIndexes, removeUnlisted, replaceChunks, writeChunkFiles } from "../store/chunk-store.js";
-import { alignedChunks, chainDir, partitionFileName, partitionPath } from "../store/layout.js";
+import {
+	deriveIndexes,
+	dropReturnedGhosts,
+	hashNotIn,
+	removeUnlisted,
+	replaceChunks,
+	writeChunkFiles,
+} from "../store/chunk-store.js";
+import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
 import { acquireWriteLock } from "../store/lock.js";
-import { type ChunkEntry, GHOST_DATASET, loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
+import {
+	type ChunkEntry,
+	GHOST_DATASET,
+	type GhostEntry,
+	listedPaths,
+	loadManifest,
+	type Manifest,
+	missingRanges,
+	nextGeneration,
+} from "../store/manifest.js";
 import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
@@ -99,7 +115,11 @@ export function createFollower(opts: FollowerOptions) {
 			if (removed.length > 0) logger.info(`removed ${removed.length} files of an interrupted run`);
 			const head = await ethBlockNumber(rpc);
 			const traces = head === 0 ? null : await detectTraceFormat(rpc, opts.traces ?? "auto", head, logger);
-			state = { manifest, writer: await createParquetWriter(), traces, unlock };
+			const writer = await createParquetWriter();
+			// Ghost files written before their hashes were recorded: read them once.
+			for (const g of manifest.ghosts ?? [])
+				g.hashes ??= await writer.blockHashes([partitionPath(dataDir, chain.id, GHOST_DATASET, g)]);
+			state = { manifest, writer, traces, unlock };
 			crashPoint("follow.started");
 			return state;
 		} catch (err) {
@@ -120,8 +140,15 @@ export function createFollower(opts: FollowerOptions) {
 		const run = () => {
 			timers.delete(t);
 			// Unlisted since the manifest switch: a crash midway leaves files the next start removes.
+			// Names are never reused (layout.ts); the check against what is listed now is the
+			// second line of defence: a listed file is never deleted, whatever happened meanwhile.
+			const live = state ? listedPaths(dataDir, state.manifest) : new Set<string>();
 			const done = (async () => {
 				for (const f of files) {
+					if (live.has(f)) {
+						logger.error(`not deleting ${f}: retired earlier, but the manifest lists it again`);
+						continue;
+					}
 					await rm(f, { force: true });
 					crashPoint("follow.retire.file-removed");
 				}
@@ -209,15 +236,25 @@ export function createFollower(opts: FollowerOptions) {
 					s.writer,
 					dataDir,
 					chain.id,
-					{ from: a, to: b, traces: s.traces, firstParentHash: first.parentHash, lastHash: last.hash },
+					{
+						from: a,
+						to: b,
+						traces: s.traces,
+						firstParentHash: first.parentHash,
+						lastHash: last.hash,
+						gen: nextGeneration(s.manifest),
+					},
 					sliceRows(rows, a, b),
 				),
 			);
 			crashPoint("follow.append.chunk-written");
 		}
 		markFinal(s.manifest, Math.min(to, lastFinal));
+		// Blocks a reorg dropped and the chain took back leave the ghosts in the same save.
+		const returned = await dropReturnedGhosts(s.writer, dataDir, s.manifest, new Set(links.map((l) => l.hash)));
 		await replaceChunks(dataDir, s.manifest, [], entries);
 		crashPoint("follow.append.committed");
+		retire(returned);
 		stats.blocksIngested += to - from + 1;
 		return { type: "blocks", from, to };
 	}
@@ -253,24 +290,23 @@ export function createFollower(opts: FollowerOptions) {
 			if (h) canonical.add(h);
 		}
 		const blockFiles = orphaned.map((c) => partitionPath(dataDir, chain.id, "blocks", c));
-		const tag = { from: lowest, to: orphaned[0]?.to ?? lowest, last_hash: orphaned[0]?.last_hash ?? "0x" };
-		const keep =
-			canonical.size > 0
-				? `hash NOT IN (${[...canonical].map((h) => `'${h.replace(/[^0-9a-fx]/g, "")}'`).join(", ")})`
-				: "true";
-		await s.writer.merge("blocks", blockFiles, partitionPath(dataDir, chain.id, GHOST_DATASET, tag), keep);
+		const ghost: GhostEntry = {
+			from: lowest,
+			to: orphaned[0]?.to ?? lowest,
+			last_hash: orphaned[0]?.last_hash ?? "0x",
+			gen: nextGeneration(s.manifest),
+		};
+		const ghostPath = partitionPath(dataDir, chain.id, GHOST_DATASET, ghost);
+		await s.writer.merge("blocks", blockFiles, ghostPath, hashNotIn(canonical));
+		ghost.hashes = await s.writer.blockHashes([ghostPath]);
 		crashPoint("follow.reorg.ghosts-written");
-		const ghostName = partitionFileName(GHOST_DATASET, tag);
-		s.manifest.ghosts = [
-			...(s.manifest.ghosts ?? []).filter((g) => partitionFileName(GHOST_DATASET, g) !== ghostName),
-			tag,
-		];
+		s.manifest.ghosts = [...(s.manifest.ghosts ?? []), ghost];
 		const replaced = await replaceChunks(dataDir, s.manifest, orphaned, []);
 		crashPoint("follow.reorg.committed");
 		retire(replaced);
 		stats.reorgs++;
 		const ancestor = lowest - 1;
-		logger.warn(`reorg on ${chain.id}: blocks ${lowest}..${tag.to} replaced (common ancestor ${ancestor})`);
+		logger.warn(`reorg on ${chain.id}: blocks ${lowest}..${ghost.to} replaced (common ancestor ${ancestor})`);
 		return { type: "reorg", ancestor, orphaned: orphaned.map((c) => c.last_hash) };
 	}
 
@@ -305,6 +341,7 @@ export function createFollower(opts: FollowerOptions) {
 				rows: {},
 				first_parent_hash: first.first_parent_hash,
 				last_hash: last.last_hash,
+				gen: nextGeneration(s.manifest),
 			};
 			for (const d of merged.datasets) {
 				const files = run.map((c) => partitionPath(dataDir, chain.id, d, c));

@@ -6,7 +6,16 @@ import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "..
 import { crashPoint } from "../util/crash-point.js";
 import { INDEX_NAMES, INDEXES, indexesFor } from "./indexes.js";
 import { manifestPath, partitionFileName, partitionPath, stagingDir } from "./layout.js";
-import { type ChunkEntry, chunkFiles, GHOST_DATASET, hasFiles, type Manifest, saveManifest } from "./manifest.js";
+import {
+	type ChunkEntry,
+	chunkFiles,
+	GHOST_DATASET,
+	type GhostEntry,
+	hasFiles,
+	type Manifest,
+	nextGeneration,
+	saveManifest,
+} from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
 
 export interface ChunkRange {
@@ -15,6 +24,8 @@ export interface ChunkRange {
 	traces: TraceFormat | null;
 	firstParentHash: string;
 	lastHash: string;
+	/** The manifest generation that will list the chunk (nextGeneration): part of its file names. */
+	gen: number;
 }
 
 /**
@@ -39,6 +50,7 @@ export async function writeChunkFiles(
 		rows: counts,
 		first_parent_hash: range.firstParentHash,
 		last_hash: range.lastHash,
+		gen: range.gen,
 	};
 	for (const d of datasets) {
 		counts[d] = await writer.write(d, rows[d], partitionPath(dataDir, chain, d, entry), stagingDir(dataDir, chain));
@@ -58,19 +70,66 @@ export async function deriveIndexes(writer: ParquetWriter, dataDir: string, chai
 	}
 }
 
-/** Writes a chunk's files, then lists it in the manifest (the commit point). */
+/**
+ * Writes a chunk's files, then lists it in the manifest (the commit point). Blocks of the chunk
+ * that a follower had kept as ghosts leave the ghost list in the same save; their old ghost
+ * files are unlisted and go at the next start's cleanup.
+ */
 export async function writeChunk(
 	writer: ParquetWriter,
 	dataDir: string,
 	manifest: Manifest,
-	range: ChunkRange,
+	range: Omit<ChunkRange, "gen">,
 	rows: DatasetRows,
+	blockHashes: readonly string[] = [],
 ): Promise<ChunkEntry> {
-	const entry = await writeChunkFiles(writer, dataDir, manifest.chain, range, rows);
+	const entry = await writeChunkFiles(writer, dataDir, manifest.chain, { ...range, gen: nextGeneration(manifest) }, rows);
 	crashPoint("chunk.files-written");
+	await dropReturnedGhosts(writer, dataDir, manifest, new Set(blockHashes));
 	manifest.chunks.push(entry);
 	await saveManifest(dataDir, manifest);
 	return entry;
+}
+
+/** An SQL condition keeping the rows whose `hash` is none of `hashes` (hex only, so safe as text). */
+export function hashNotIn(hashes: Iterable<string>): string {
+	const list = [...hashes].map((h) => `'${h.toLowerCase().replace(/[^0-9a-fx]/g, "")}'`);
+	return list.length > 0 ? `hash NOT IN (${list.join(", ")})` : "true";
+}
+
+/**
+ * Takes the blocks in `canonical` out of the ghost files (a reorg went back to blocks it had
+ * dropped): the ghost files holding one of them are unlisted, and what else they held is
+ * rewritten into one new file (one, so that its generation makes its name unique). Changes
+ * `manifest.ghosts` only; the caller's next save commits it together with the canonical blocks.
+ * Returns the ghost files that are no longer listed.
+ */
+export async function dropReturnedGhosts(
+	writer: ParquetWriter,
+	dataDir: string,
+	manifest: Manifest,
+	canonical: ReadonlySet<string>,
+): Promise<string[]> {
+	const ghosts = manifest.ghosts ?? [];
+	const touched = ghosts.filter((g) => g.hashes?.some((h) => canonical.has(h)));
+	if (touched.length === 0) return [];
+	const files = touched.map((g) => partitionPath(dataDir, manifest.chain, GHOST_DATASET, g));
+	const left = touched.flatMap((g) => g.hashes ?? []).filter((h) => !canonical.has(h));
+	manifest.ghosts = ghosts.filter((g) => !touched.includes(g));
+	if (left.length > 0) {
+		const last = touched.reduce((a, b) => (b.to > a.to ? b : a));
+		const merged: GhostEntry = {
+			from: Math.min(...touched.map((g) => g.from)),
+			to: last.to,
+			last_hash: last.last_hash,
+			gen: nextGeneration(manifest),
+			hashes: left,
+		};
+		const path = partitionPath(dataDir, manifest.chain, GHOST_DATASET, merged);
+		await writer.merge("blocks", files, path, hashNotIn(canonical));
+		manifest.ghosts.push(merged);
+	}
+	return files;
 }
 
 /**

@@ -3,10 +3,13 @@ import type { DatasetName } from "../extract/rows.js";
 
 /**
  * Where files go:
- *   <data>/<chain>/<dataset>/<dataset>_<from>_<to>_<tag>.parquet   (block numbers zero-padded to
- *   12 digits, so names sort in chain order; tag = 8 hex digits of the range's last block hash,
- *   so a range rewritten after a reorg gets a new name and never overwrites a file a reader
- *   may have open)
+ *   <data>/<chain>/<dataset>/<dataset>_<from>_<to>_g<gen>.parquet   (block numbers zero-padded
+ *   to 12 digits, so names sort in chain order; gen = the manifest generation that first lists
+ *   the file. Generations only grow, so a name is never used twice: a range rewritten after a
+ *   reorg, a compaction or a reorg back to a block already seen gets a new name, and a file
+ *   retired earlier can be deleted without touching a live one. Folders written before
+ *   generations existed keep their names, `..._<tag>.parquet` with tag = 8 hex digits of the
+ *   range's last block hash.)
  *   <data>/<chain>/_manifest.json                             (the chunks written; see manifest.ts)
  *   <data>/<chain>/_staging/                                  (scratch for the writer; never read)
  */
@@ -20,16 +23,19 @@ export function datasetDir(dataDir: string, chainId: string, dataset: DatasetNam
 	return join(dataDir, chainId, dataset);
 }
 
-/** The identity of a stored range: its blocks, and the hash of its last block. */
+/** The identity of a stored range: its blocks, the hash of its last block, and the manifest
+ * generation that first listed its files (absent in folders written before generations). */
 export interface RangeId {
 	from: number;
 	to: number;
 	last_hash: string;
+	gen?: number;
 }
 
 export function partitionFileName(dataset: string, r: RangeId): string {
 	const pad = (n: number) => n.toString().padStart(BLOCK_DIGITS, "0");
-	return `${dataset}_${pad(r.from)}_${pad(r.to)}_${r.last_hash.slice(2, 10)}.parquet`;
+	const tag = r.gen != null ? `g${r.gen}` : r.last_hash.slice(2, 10);
+	return `${dataset}_${pad(r.from)}_${pad(r.to)}_${tag}.parquet`;
 }
 
 export function partitionPath(dataDir: string, chainId: string, dataset: string, r: RangeId): string {

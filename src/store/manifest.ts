@@ -20,6 +20,15 @@ export interface ChunkEntry {
 	indexes?: IndexName[];
 	first_parent_hash: string;
 	last_hash: string;
+	/** The manifest generation that first listed the chunk's files; part of their names (layout.ts). */
+	gen?: number;
+}
+
+/** A file of reorged-out blocks, with their hashes: a hash that becomes canonical again (a reorg
+ * back to a block seen before) is taken out of it in the same save that lists the block. */
+export interface GhostEntry extends RangeId {
+	/** Absent in folders written before they were recorded; the follower fills them at start. */
+	hashes?: string[];
 }
 
 /**
@@ -34,7 +43,7 @@ export interface Manifest {
 	chain_number: number;
 	chunks: ChunkEntry[];
 	/** Files of blocks that were reorged out (dataset ghost_blocks), kept so their hashes still answer. */
-	ghosts?: RangeId[];
+	ghosts?: GhostEntry[];
 	/**
 	 * The follower's record of the highest stored block it has treated as final (written in a
 	 * partition chunk, or compacted): a reorg at or below it is a node fault, refused. Kept here
@@ -42,7 +51,15 @@ export interface Manifest {
 	 * Absent in folders only backfilled.
 	 */
 	final_through?: number;
+	/**
+	 * Counts the saves of this manifest (absent before generations existed = 0). Files are named
+	 * after the generation that first lists them (layout.ts), so names are never reused.
+	 */
+	generation?: number;
 }
+
+/** The generation the next save will have: what new files are named after. */
+export const nextGeneration = (m: Manifest): number => (m.generation ?? 0) + 1;
 
 export async function loadManifest(dataDir: string, chain: string, chainNumber: number): Promise<Manifest> {
 	const path = manifestPath(dataDir, chain);
@@ -69,9 +86,13 @@ export async function saveManifest(dataDir: string, m: Manifest): Promise<void> 
 	const path = manifestPath(dataDir, m.chain);
 	await mkdir(dirname(path), { recursive: true });
 	m.chunks.sort((a, b) => a.from - b.from);
-	await writeFile(`${path}.tmp`, `${JSON.stringify(m, null, 1)}\n`);
+	const generation = nextGeneration(m);
+	await writeFile(`${path}.tmp`, `${JSON.stringify({ ...m, generation }, null, 1)}\n`);
 	crashPoint("manifest.tmp-written");
 	await rename(`${path}.tmp`, path);
+	// Counted only once saved: files written for a save that failed keep their (unlisted) names
+	// and are rewritten under the same generation, never a listed one's.
+	m.generation = generation;
 	crashPoint("manifest.saved");
 }
 
@@ -121,6 +142,11 @@ export const hasFiles = (c: ChunkEntry, name: DatasetName | IndexName): boolean 
 /** Every file of a chunk: its datasets', then its indexes'. */
 export const chunkFiles = (dataDir: string, chain: string, c: ChunkEntry): string[] =>
 	[...c.datasets, ...(c.indexes ?? [])].map((d) => partitionPath(dataDir, chain, d, c));
+
+/** Every file the manifest lists (datasets, indexes, ghosts): what must never be deleted. */
+export function listedPaths(dataDir: string, m: Manifest): Set<string> {
+	return new Set([...m.chunks.flatMap((c) => chunkFiles(dataDir, m.chain, c)), ...ghostFiles(dataDir, m)]);
+}
 
 /** Files of reorged-out blocks (same columns as blocks). */
 export function ghostFiles(dataDir: string, m: Manifest | null): string[] {

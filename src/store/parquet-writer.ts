@@ -36,6 +36,8 @@ export interface ParquetWriter {
 	 * (small files into one) and for keeping reorged-out blocks.
 	 */
 	merge(dataset: DatasetName, files: string[], path: string, where?: string): Promise<number>;
+	/** The `hash` column of block files (blocks or ghost_blocks), in block order. */
+	blockHashes(files: string[]): Promise<string[]>;
 	/** Writes index `index` of a chunk from its source dataset file (see indexes.ts); returns the row count. */
 	derive(index: IndexName, sourceFile: string, path: string): Promise<number>;
 	close(): void;
@@ -109,6 +111,13 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			crashPoint("parquet.merge.tmp-written");
 			await rename(tmp, path);
 			return n;
+		},
+		async blockHashes(files) {
+			if (files.length === 0) return [];
+			const read = await conn.runAndReadAll(
+				`SELECT hash FROM read_parquet([${files.map(quote).join(", ")}]) ORDER BY number, hash`,
+			);
+			return read.getRowObjectsJS().map((r) => String(r.hash));
 		},
 		async derive(index, sourceFile, path) {
 			await mkdir(dirname(path), { recursive: true });

@@ -4,7 +4,7 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../extract/rows.js";
 import { deriveIndexes } from "../store/chunk-store.js";
 import { alignedChunks, partitionPath } from "../store/layout.js";
-import { type ChunkEntry, loadManifest, missingRanges, saveManifest } from "../store/manifest.js";
+import { type ChunkEntry, loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/manifest.js";
 import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/parquet-writer.js";
 import type { ChainRef } from "../util/chain.js";
 import { chunkTablesSql, datasetSelectSql, macrosSql } from "./chunk-sql.js";
@@ -53,6 +53,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 					await scalar(from === 0 ? `SELECT '0x${"0".repeat(64)}'` : `SELECT block_hash(${from - 1})`),
 				),
 				last_hash: String(await scalar(`SELECT block_hash(${to})`)),
+				gen: nextGeneration(manifest),
 			};
 			for (const d of DATASETS) {
 				const n = await writeFile(datasetSelectSql(d), orderOf(d), partitionPath(o.dataDir, o.chain.id, d, entry));
