@@ -3,11 +3,14 @@
  *  [--partition-size 1000] [--delete-grace-ms 30000]`:
  * tails chains' heads into the data folder, apart from the API (which sees new blocks on its next request).
  * --delete-grace-ms: how long replaced (compacted, reorged-out) files stay for readers still on them.
+ * SIGTERM/SIGINT stop it cleanly (the step under way finishes, the lock is released; exit 0); a
+ * second one exits at once.
  */
 import { parseArgs } from "node:util";
 import { DEFAULT_DELETE_GRACE_MS } from "../src/follow/follower.js";
 import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { createLogger } from "../src/util/logger.js";
+import { onStopSignal } from "../src/util/stop-signals.js";
 
 const { values } = parseArgs({
 	options: {
@@ -38,9 +41,8 @@ try {
 	process.stderr.write(`${(err as Error).message}\n`);
 	process.exit(2);
 }
-const stop = async () => {
+onStopSignal(async () => {
 	await follow.stop();
+	logger.info("stopped");
 	process.exit(0);
-};
-process.on("SIGINT", stop);
-process.on("SIGTERM", stop);
+}, logger.info);

@@ -16,6 +16,7 @@ import { parseRateLimit, type RateLimitOptions } from "../src/api/rate-limit.js"
 import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { createStore, DEFAULT_QUERY_TIMEOUT_MS } from "../src/query/store.js";
 import { createLogger } from "../src/util/logger.js";
+import { onStopSignal } from "../src/util/stop-signals.js";
 
 const options = {
 	"data-dir": { type: "string", default: process.env.CHAINLAKE_DATA_DIR ?? "data" },
@@ -69,6 +70,18 @@ if (!Number.isInteger(queryTimeoutMs) || queryTimeoutMs < 1 || queryTimeoutMs > 
 	process.exit(2);
 }
 const logger = createLogger({});
+let keyring: ReturnType<typeof createKeyring>;
+try {
+	// Before anything starts: a damaged key file or a bad CHAINLAKE_API_KEYS entry stops the start.
+	keyring = createKeyring({
+		path: keysPath(dataDir, values["keys-file"]),
+		envKeys: process.env.CHAINLAKE_API_KEYS?.split(",").map((k) => k.trim()),
+		log: logger,
+	});
+} catch (err) {
+	process.stderr.write(`${(err as Error).message}\n`);
+	process.exit(2);
+}
 let follow: ReturnType<typeof startFollowers> | undefined;
 try {
 	follow = startFollowers((values.follow ?? []).map(parseFollowSpec), {
@@ -82,10 +95,6 @@ try {
 	process.exit(2);
 }
 const store = await createStore(dataDir, { queryTimeoutMs });
-const keyring = createKeyring({
-	path: keysPath(dataDir, values["keys-file"]),
-	envKeys: process.env.CHAINLAKE_API_KEYS?.split(",").map((k) => k.trim()),
-});
 const app = await buildApp({
 	store,
 	keyring,
@@ -108,11 +117,13 @@ app.log.info(
 if (keyring.count() === 0)
 	app.log.warn("no API keys yet: create one with npm run keys -- create, or set CHAINLAKE_API_KEYS");
 
-const stop = async () => {
-	await follow?.stop();
-	await app.close();
-	store.close();
-	process.exit(0);
-};
-process.on("SIGINT", stop);
-process.on("SIGTERM", stop);
+// SIGTERM/SIGINT: followers stop, requests under way are answered, then exit 0; a second signal exits at once.
+onStopSignal(
+	async () => {
+		await follow?.stop();
+		await app.close();
+		store.close();
+		process.exit(0);
+	},
+	(line) => app.log.info(line),
+);

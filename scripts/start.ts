@@ -23,6 +23,7 @@ import { ethBlockNumber, ethChainId } from "../src/rpc/actions.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { parseChainId } from "../src/util/chain.js";
 import { createLogger } from "../src/util/logger.js";
+import { onStopSignal } from "../src/util/stop-signals.js";
 import { generateActivity } from "../src/workload/activity.js";
 import { type AnvilInstance, startAnvil } from "../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../src/workload/run.js";
@@ -133,5 +134,5 @@ const shutdown = async () => {
 	await anvil?.stop();
 	process.exit(0);
 };
-process.on("SIGINT", shutdown);
-process.on("SIGTERM", shutdown);
+// A second Ctrl-C (or SIGTERM) exits at once.
+onStopSignal(shutdown, logger.info);

@@ -8,6 +8,7 @@ import Fastify, {
 	LogController,
 } from "fastify";
 import { jsonSchemaTransform, validatorCompiler } from "fastify-type-provider-zod";
+import { DamagedDataError } from "../query/damaged-data-error.js";
 import { QueryTimeoutError } from "../query/query-timeout-error.js";
 import type { Store } from "../query/store.js";
 import { authenticate } from "./auth.js";
@@ -136,6 +137,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			req.log.warn({ route: req.routeOptions.url, budgetMs: err.budgetMs }, "query budget exceeded");
 			const message = `the query ran past its ${err.budgetMs} ms time budget and was stopped: narrow the block range (block_number_start/block_number_end or timestamp_start/timestamp_end), lower limit or add filters, then retry`;
 			return reply.code(503).send(errorBody(503, err.code, message));
+		}
+		// A listed file (or the manifest) missing or damaged: not the client's doing, nor a bug; the
+		// message names the blocks and the operator's repair, no path (src/query/damaged-data-error.ts).
+		if (err instanceof DamagedDataError) {
+			req.log.error(
+				{ route: req.routeOptions.url ?? null, code: err.code, files: err.files.map((f) => f.file) },
+				"damaged data",
+			);
+			return reply.code(503).send(errorBody(503, err.code, err.message));
 		}
 		const fe = err as FastifyError & { validation?: { instancePath?: string; message?: string; params?: unknown }[] };
 		if (fe.validation) {

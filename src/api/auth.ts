@@ -1,23 +1,28 @@
 import { ApiError } from "./errors.js";
-import { hashKey, type Keyring } from "./keys.js";
+import { hashKey, isValidKey, KEY_RULE_TEXT, type Keyring } from "./keys.js";
 
 const HOW = "send Authorization: Bearer <key> (or Basic auth with the key as username and an empty password)";
 
 /**
  * The API key of a request: `Authorization: Bearer <key>` (the spec) or
- * `Authorization: Basic base64(<key>:)` (what the official clients send).
+ * `Authorization: Basic base64(<key>:)` (what the official clients send). Either way the key must
+ * pass the one rule of keys.ts (KEY_RULE), so both ways accept exactly the same keys.
  */
 export function keyFromHeader(header: string | undefined): string {
 	if (header === undefined || header.trim() === "")
 		throw new ApiError(401, "MISSING_API_KEY", `an API key is required: ${HOW}`);
 	const m = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(header);
 	if (!m?.[1] || !m[2]) throw new ApiError(401, "INVALID_AUTHORIZATION", `malformed Authorization header: ${HOW}`);
-	if (m[1].toLowerCase() === "bearer") return m[2];
-	const decoded = Buffer.from(m[2], "base64").toString("utf8");
-	const key = decoded.split(":")[0] ?? "";
-	if (!/^[A-Za-z0-9+/=]+$/.test(m[2]) || key === "") {
-		throw new ApiError(401, "INVALID_AUTHORIZATION", `malformed Basic credentials: ${HOW}`);
+	let key = m[2];
+	if (m[1].toLowerCase() === "basic") {
+		// Latin-1: one character per byte, so a non-ASCII byte stays visible (and fails the rule).
+		const decoded = Buffer.from(m[2], "base64").toString("latin1");
+		key = decoded.split(":")[0] ?? "";
+		if (!/^[A-Za-z0-9+/]+={0,2}$/.test(m[2]) || key === "") {
+			throw new ApiError(401, "INVALID_AUTHORIZATION", `malformed Basic credentials: ${HOW}`);
+		}
 	}
+	if (!isValidKey(key)) throw new ApiError(401, "INVALID_API_KEY", `not an API key: ${KEY_RULE_TEXT}`);
 	return key;
 }
 
@@ -26,6 +31,9 @@ export function keyFromHeader(header: string | undefined): string {
  * per caller (rate-limit buckets) is keyed by the hash, never by the key.
  */
 export function authenticate(keyring: Keyring, header: string | undefined): string {
+	// Fail closed, before looking at the request: with the key file damaged no key is known.
+	const unavailable = keyring.unavailable();
+	if (unavailable !== null) throw new ApiError(503, "KEYS_UNAVAILABLE", unavailable);
 	const key = keyFromHeader(header);
 	if (!keyring.verify(key))
 		throw new ApiError(401, "INVALID_API_KEY", "unknown or revoked API key: create one with npm run keys -- create");

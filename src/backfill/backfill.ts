@@ -8,8 +8,12 @@ import { alignedChunks, chainDir } from "../store/layout.js";
 import { acquireWriteLock } from "../store/lock.js";
 import { loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
 import { createParquetWriter } from "../store/parquet-writer.js";
+import { damagedChunks } from "../store/repair.js";
+import { createRetireLater } from "../store/retire-later.js";
+import { mergeAll } from "../store/runs.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
+import { diskFullError, isDiskFull } from "../util/disk-full.js";
 import { ChainlakeError, UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 import { createRangeFetcher, type Link } from "./fetch-range.js";
@@ -34,6 +38,35 @@ export interface BackfillRun {
 	traces: TraceMode;
 	partitionSize?: number;
 	concurrency?: number;
+	/**
+	 * Stops the run (SIGTERM/SIGINT in the CLI): at once while it waits for the node, else once the
+	 * chunk being written is committed. It then fails with InterruptedError, lock released, nothing
+	 * unlisted left behind; the same run again resumes.
+	 */
+	signal?: AbortSignal;
+}
+
+/** The run was stopped through `BackfillRun.signal`; `reason` is the signal's reason (e.g. "SIGTERM"). */
+export class InterruptedError extends ChainlakeError {
+	constructor(readonly reason: unknown) {
+		super(
+			"INTERRUPTED",
+			`stopped${typeof reason === "string" ? ` by ${reason}` : ""}: the chunks committed so far are kept; run the same command again to resume`,
+		);
+		this.name = "InterruptedError";
+	}
+}
+
+/** `p`, or an InterruptedError as soon as `signal` aborts (for waits on the node only: what `p`
+ * was doing goes on unobserved, so it must write nothing). */
+function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+	if (!signal) return p;
+	return new Promise<T>((resolve, reject) => {
+		const abort = () => reject(new InterruptedError(signal.reason));
+		if (signal.aborted) return abort();
+		signal.addEventListener("abort", abort, { once: true });
+		p.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+	});
 }
 
 export interface BackfillSummary {
@@ -56,7 +89,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 				`--from (${opts.from}) is after --to (${opts.to}): give --from <= --to`,
 			);
 		}
-		const nodeChain = await ethChainId(rpc);
+		const nodeChain = await unlessAborted(ethChainId(rpc), opts.signal);
 		if (nodeChain !== chain.number) {
 			throw new UserInputError(
 				"WRONG_CHAIN",
@@ -64,7 +97,10 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 			);
 		}
 		// A lagging backend may report a head a few blocks short of an explicit --to: ask again first.
-		const head = opts.to === "latest" ? await ethBlockNumber(rpc) : await ethBlockNumberAtLeast(rpc, opts.to);
+		const head = await unlessAborted(
+			opts.to === "latest" ? ethBlockNumber(rpc) : ethBlockNumberAtLeast(rpc, opts.to),
+			opts.signal,
+		);
 		const to = opts.to === "latest" ? head : opts.to;
 		if (to > head) {
 			throw new UserInputError(
@@ -74,8 +110,11 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		}
 		if (opts.from > to) throw new UserInputError("INVALID_RANGE", `--from (${opts.from}) is after the head (${to})`);
 
-		const traceFormat = head === 0 ? null : await detectTraceFormat(rpc, opts.traces, Math.max(1, to), logger);
-		const unlock = acquireWriteLock(chainDir(dataDir, chain.id));
+		const traceFormat =
+			head === 0
+				? null
+				: await unlessAborted(detectTraceFormat(rpc, opts.traces, Math.max(1, to), logger), opts.signal);
+		const unlock = await acquireWriteLock(chainDir(dataDir, chain.id));
 		try {
 			return await exportRange(opts, to, traceFormat, started);
 		} finally {
@@ -94,7 +133,15 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		if (removed.length > 0) logger.info(`removed ${removed.length} files of an interrupted run: ${removed.join(", ")}`);
 
 		const partitionSize = opts.partitionSize ?? DEFAULT_PARTITION_SIZE;
-		const chunks = missingRanges(manifest, opts.from, to).flatMap(([a, b]) => alignedChunks(a, b, partitionSize));
+		// Which chunks are settled, so their index files can be merged into runs (runs.ts).
+		manifest.partition_size ??= partitionSize;
+		const retired = createRetireLater();
+		// Damaged listed files of the range (missing, cut short): their chunks are fetched again, as they were.
+		const damaged = await damagedChunks(dataDir, manifest, (r) => r.to >= opts.from && r.from <= to, logger);
+		const chunks = [
+			...missingRanges(manifest, opts.from, to).flatMap(([a, b]) => alignedChunks(a, b, partitionSize)),
+			...damaged.map((c): [number, number] => [c.from, c.to]),
+		].sort((a, b) => a[0] - b[0]);
 		const total = chunks.reduce((n, [a, b]) => n + b - a + 1, 0);
 		logger.info(
 			`${chain.id}: blocks ${opts.from}..${to}, ${total} to fetch in ${chunks.length} chunks, traces: ${traceFormat ?? "none"}`,
@@ -104,6 +151,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		const progress = createProgress({ total, log: (l) => logger.info(l) });
 		const writer = await createParquetWriter();
 		const fetcher = createRangeFetcher({ rpc, logger, concurrency: opts.concurrency ?? DEFAULT_CONCURRENCY });
+		let failed = false;
 		try {
 			// The next chunk is fetched while this one is written: the node's time and ours overlap.
 			const fetchChunk = (i: number) => {
@@ -115,9 +163,13 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 			};
 			let next = fetchChunk(0);
 			for (const [i, [from, chunkTo]] of chunks.entries()) {
-				const { links, rows: data } = await (next as NonNullable<typeof next>);
+				const { links, rows: data } = await unlessAborted(next as NonNullable<typeof next>, opts.signal);
+				if (opts.signal?.aborted) throw new InterruptedError(opts.signal.reason);
 				next = fetchChunk(i + 1);
 				crashPoint("backfill.chunk-fetched");
+				// A damaged chunk leaves the manifest in the save that lists its replacement.
+				const replaced = damaged.find((c) => c.from === from);
+				if (replaced) manifest.chunks = manifest.chunks.filter((c) => c !== replaced);
 				checkChain(links, manifest, from, chunkTo);
 				const first = links[0];
 				const last = links[links.length - 1];
@@ -136,6 +188,9 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 					links.map((l) => l.hash),
 				);
 				crashPoint("backfill.chunk-committed");
+				// Index files of settled chunks into runs, while the next chunk is fetched.
+				await mergeAll(writer, dataDir, manifest, (files) => retired.retire(files));
+				await retired.sweep();
 				let chunkRows = 0;
 				for (const [d, n] of Object.entries(entry.rows)) {
 					rows[d as DatasetName] += n;
@@ -143,9 +198,15 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 				}
 				progress.advance(chunkTo - from + 1, chunkRows);
 			}
+		} catch (err) {
+			failed = true;
+			throw isDiskFull(err) ? await diskFullError(chainDir(dataDir, chain.id), err) : err;
 		} finally {
 			progress.done();
 			writer.close();
+			// Stopped or failed: what the chunk in progress had written is not listed; remove it now
+			// (the staging folder too) rather than at the next start, which frees a full disk at once.
+			if (failed) await removeLeftovers();
 		}
 		return {
 			from: opts.from,
@@ -156,6 +217,15 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 			rows,
 			seconds: (performance.now() - started) / 1000,
 		};
+	}
+
+	async function removeLeftovers(): Promise<void> {
+		try {
+			const removed = await removeUnlisted(dataDir, await loadManifest(dataDir, chain.id, chain.number));
+			if (removed.length > 0) logger.info(`removed ${removed.length} unlisted files of the chunk in progress`);
+		} catch (err) {
+			logger.warn(`could not remove the unlisted files of the chunk in progress: ${(err as Error).message}`);
+		}
 	}
 
 	return { run };

@@ -12,21 +12,26 @@ import {
 	replaceChunks,
 	writeChunkFiles,
 } from "../store/chunk-store.js";
+import { INDEX_NAMES } from "../store/indexes.js";
 import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
+import { listedPaths } from "../store/listing.js";
 import { acquireWriteLock } from "../store/lock.js";
 import {
 	type ChunkEntry,
 	GHOST_DATASET,
 	type GhostEntry,
-	listedPaths,
 	loadManifest,
 	type Manifest,
 	missingRanges,
 	nextGeneration,
 } from "../store/manifest.js";
 import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
+import { damagedChunks } from "../store/repair.js";
+import { mergeStep, planMerge } from "../store/runs.js";
+import { isFileError } from "../store/verify.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
+import { freeSpace, isDiskFull } from "../util/disk-full.js";
 import type { Logger } from "../util/logger.js";
 import { sliceRows } from "./slice-rows.js";
 
@@ -37,6 +42,8 @@ const MAX_BLOCKS_PER_STEP = 200;
 /** Replaced files (reorged out, compacted) are deleted this long after the switch, so requests
  * that began on the previous file list can finish. */
 export const DEFAULT_DELETE_GRACE_MS = 30_000;
+/** The longest wait between polls while the data folder's disk is full. */
+export const DISK_FULL_MAX_BACKOFF_MS = 30_000;
 /** One-block final files merged at a time before their partition is complete. */
 const COMPACT_RUN = 32;
 
@@ -99,8 +106,16 @@ export function createFollower(opts: FollowerOptions) {
 		lastFault: null,
 		node: rpc.health,
 	};
-	let state: { manifest: Manifest; writer: ParquetWriter; traces: TraceFormat | null; unlock: () => void } | null =
-		null;
+	let state: {
+		manifest: Manifest;
+		writer: ParquetWriter;
+		traces: TraceFormat | null;
+		unlock: () => void;
+		/** Check the files it reads itself for damage at the next step (at start, and after a read error). */
+		recheck: boolean;
+		/** Chunks with a damaged file, to fetch again. */
+		damaged: ChunkEntry[];
+	} | null = null;
 	/** Retired files waiting for their grace period, with the time it ends. */
 	const timers = new Map<NodeJS.Timeout, { due: number; run: () => void }>();
 	/** Deletions under way, awaited by stop() so a clean stop does not leave half of them. */
@@ -108,18 +123,23 @@ export function createFollower(opts: FollowerOptions) {
 
 	async function init() {
 		if (state) return state;
-		const unlock = acquireWriteLock(chainDir(dataDir, chain.id));
+		const unlock = await acquireWriteLock(chainDir(dataDir, chain.id));
 		try {
 			const manifest = await loadManifest(dataDir, chain.id, chain.number);
+			// Which chunks are settled, so their index files can be merged into runs (runs.ts).
+			manifest.partition_size ??= partitionSize;
 			const removed = await removeUnlisted(dataDir, manifest);
 			if (removed.length > 0) logger.info(`removed ${removed.length} files of an interrupted run`);
 			const head = await ethBlockNumber(rpc);
 			const traces = head === 0 ? null : await detectTraceFormat(rpc, opts.traces ?? "auto", head, logger);
 			const writer = await createParquetWriter();
 			// Ghost files written before their hashes were recorded: read them once.
+			// (A damaged one is left without: the first step unlists it, see ownDamage.)
 			for (const g of manifest.ghosts ?? [])
-				g.hashes ??= await writer.blockHashes([partitionPath(dataDir, chain.id, GHOST_DATASET, g)]);
-			state = { manifest, writer, traces, unlock };
+				g.hashes ??= await writer
+					.blockHashes([partitionPath(dataDir, chain.id, GHOST_DATASET, g)])
+					.catch(() => undefined);
+			state = { manifest, writer, traces, unlock, recheck: true, damaged: [] };
 			crashPoint("follow.started");
 			return state;
 		} catch (err) {
@@ -161,12 +181,75 @@ export function createFollower(opts: FollowerOptions) {
 		timers.set(t, { due: Date.now() + grace, run });
 	}
 
-	/** One poll: reorg check, gap fill, append, compaction. Returns what changed. */
+	// The manifest is changed by the step loop and by the commits of index merges, which run
+	// beside it; each change and its save happen alone.
+	let queue: Promise<unknown> = Promise.resolve();
+	const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+		const p = queue.then(fn);
+		queue = p.catch(() => {});
+		return p;
+	};
+	let merging: Promise<void> | null = null;
+	/**
+	 * Merges settled chunks' index files into runs (runs.ts) with a DuckDB of its own, while the
+	 * loop goes on following the head: a merge high in the tiers rewrites a lot, and head lag must
+	 * not wait for it. Only the commit takes turns with the steps.
+	 */
+	function mergeInBackground(s: NonNullable<typeof state>) {
+		if (merging || stopping || !INDEX_NAMES.some((i) => planMerge(dataDir, s.manifest, i))) return;
+		merging = (async () => {
+			const writer = await createParquetWriter();
+			try {
+				for (let more = true; more && !stopping; ) {
+					more = false;
+					for (const index of INDEX_NAMES) {
+						const gone = await mergeStep(writer, dataDir, s.manifest, index, exclusive);
+						if (!gone) continue;
+						more = true;
+						retire(gone);
+					}
+				}
+			} finally {
+				writer.close();
+			}
+		})()
+			.catch((err: unknown) =>
+				logger.warn(`index merge on ${chain.id} failed, retried later: ${(err as Error).message}`),
+			)
+			.finally(() => {
+				merging = null;
+			});
+	}
+
+	/** One poll: repair, reorg check, gap fill, append, compaction. Returns what changed. */
 	async function step(): Promise<FollowEvent[]> {
 		const s = await init();
+		try {
+			const events = await exclusive(() => stepOn(s));
+			mergeInBackground(s);
+			return events;
+		} catch (err) {
+			// A file it read (compaction, a reorg's ghosts) is missing or cut short: check its own next step.
+			if (isFileError(err)) s.recheck = true;
+			throw err;
+		}
+	}
+
+	async function stepOn(s: NonNullable<typeof state>): Promise<FollowEvent[]> {
 		const events: FollowEvent[] = [];
 		const head = await ethBlockNumber(rpc);
 		stats.nodeHead = head;
+		if (s.recheck) {
+			s.damaged = await ownDamage(s, head);
+			s.recheck = false;
+		}
+		// Damaged chunks are fetched again and swapped for the new ones in one save (no hole meanwhile).
+		for (const d of [...s.damaged]) {
+			const repaired = await append(s, d.from, d.to, head, d);
+			if (!repaired) break;
+			events.push(repaired);
+			s.damaged = s.damaged.filter((c) => c !== d);
+		}
 		const tip = tipOf(s.manifest);
 		// One odd answer (a lagging or forked backend of a pool) is not a reorg: compareBlockHash asks again.
 		if (tip && (await compareBlockHash(rpc, tip.to, tip.last_hash)) === "different") {
@@ -196,12 +279,28 @@ export function createFollower(opts: FollowerOptions) {
 		return events;
 	}
 
-	/** Fetches [from, to] and commits it: final blocks in aligned chunks, the rest one block per chunk. */
+	/**
+	 * The chunks with a damaged file among those the follower reads itself: its ghosts, the blocks
+	 * above the final mark (a reorg reads them), and every chunk that is not a whole partition
+	 * (compaction merges them). Damaged ghosts are unlisted at once (repair.ts).
+	 */
+	async function ownDamage(s: NonNullable<typeof state>, head: number): Promise<ChunkEntry[]> {
+		const finalThrough = s.manifest.final_through ?? head - finality;
+		const wholePartition = (r: { from: number; to: number }) =>
+			r.from % partitionSize === 0 && r.to - r.from + 1 === partitionSize;
+		return damagedChunks(dataDir, s.manifest, (r, ghost) => ghost || r.to > finalThrough || !wholePartition(r), logger);
+	}
+
+	/**
+	 * Fetches [from, to] and commits it: final blocks in aligned chunks, the rest one block per
+	 * chunk; `replacing`: a damaged chunk of exactly that range, swapped out in the same save.
+	 */
 	async function append(
 		s: NonNullable<typeof state>,
 		from: number,
 		to: number,
 		head: number,
+		replacing?: ChunkEntry,
 	): Promise<FollowEvent | null> {
 		// The node moved under us mid-fetch: the next step's reorg check sorts it out.
 		const moved = () => {
@@ -218,6 +317,8 @@ export function createFollower(opts: FollowerOptions) {
 		const { links, rows } = fetched;
 		const before = s.manifest.chunks.find((c) => c.to === from - 1);
 		if (before && links[0]?.parentHash !== before.last_hash) return moved();
+		const after = replacing && s.manifest.chunks.find((c) => c.from === to + 1);
+		if (after && links.at(-1)?.hash !== after.first_parent_hash) return moved();
 		crashPoint("follow.append.fetched");
 		const lastFinal = head - finality;
 		const ranges = [
@@ -252,9 +353,9 @@ export function createFollower(opts: FollowerOptions) {
 		markFinal(s.manifest, Math.min(to, lastFinal));
 		// Blocks a reorg dropped and the chain took back leave the ghosts in the same save.
 		const returned = await dropReturnedGhosts(s.writer, dataDir, s.manifest, new Set(links.map((l) => l.hash)));
-		await replaceChunks(dataDir, s.manifest, [], entries);
+		const replaced = await replaceChunks(dataDir, s.manifest, replacing ? [replacing] : [], entries);
 		crashPoint("follow.append.committed");
-		retire(returned);
+		retire([...returned, ...replaced]);
 		stats.blocksIngested += to - from + 1;
 		return { type: "blocks", from, to };
 	}
@@ -361,28 +462,76 @@ export function createFollower(opts: FollowerOptions) {
 
 	let running: Promise<void> | null = null;
 	let stopping = false;
+	/** Ends the wait between polls at once (stop() must not sit out a disk-full backoff). */
+	let wake = () => {};
+	const pause = (ms: number) =>
+		new Promise<void>((resolve) => {
+			const t = setTimeout(resolve, ms);
+			wake = () => {
+				clearTimeout(t);
+				resolve();
+			};
+		});
+	/**
+	 * The disk (or quota) holding the data folder is full: said once, with the folder and its free
+	 * space; the next polls wait twice as long each time, up to DISK_FULL_MAX_BACKOFF_MS, and the
+	 * first step that succeeds again says so. Nothing to restart: a failed step commits nothing.
+	 */
+	let diskFull: { since: number; attempts: number } | null = null;
+	async function onDiskFull(err: unknown): Promise<number> {
+		if (!diskFull) {
+			diskFull = { since: Date.now(), attempts: 0 };
+			logger.error(
+				`follow ${chain.id}: disk full: cannot write to ${dataDir} (${await freeSpace(dataDir)}): ${(err as Error).message}; retrying with backoff up to ${DISK_FULL_MAX_BACKOFF_MS / 1000} s until space is freed`,
+			);
+		}
+		diskFull.attempts++;
+		return Math.min(DISK_FULL_MAX_BACKOFF_MS, Math.max(opts.pollMs ?? 1000, 1000) * 2 ** (diskFull.attempts - 1));
+	}
+	async function onDiskBack(): Promise<void> {
+		if (!diskFull) return;
+		const secs = ((Date.now() - diskFull.since) / 1000).toFixed(0);
+		logger.info(
+			`follow ${chain.id}: writing to ${dataDir} again (${await freeSpace(dataDir)}) after ${secs} s and ${diskFull.attempts} attempts on a full disk`,
+		);
+		diskFull = null;
+	}
 
 	return {
 		stats,
 		step,
-		/** Polls until stop(); `onEvent` sees every change. Errors are logged and retried next poll. */
+		/** Polls until stop(); `onEvent` sees every change. Errors are logged and retried next poll
+		 * (a full disk: logged once, retried with backoff). */
 		start(onEvent: (e: FollowEvent) => void = () => {}) {
 			running = (async () => {
 				while (!stopping) {
+					let wait = opts.pollMs ?? 1000;
 					try {
-						for (const e of await step()) onEvent(e);
+						const events = await step();
+						for (const e of events) onEvent(e);
+						// Only a step that wrote shows the disk has room again (one without new blocks writes nothing).
+						if (events.some((e) => e.type !== "fault")) await onDiskBack();
 					} catch (err) {
+						const full = isDiskFull(err);
+						const message = (err as Error).message;
 						stats.faults++;
-						stats.lastFault = { at: Date.now(), message: (err as Error).message };
-						logger.error(`follow ${chain.id}: ${(err as Error).message}`);
+						stats.lastFault = { at: Date.now(), message: full ? `disk full in ${dataDir}: ${message}` : message };
+						if (full) wait = await onDiskFull(err);
+						else logger.error(`follow ${chain.id}: ${message}`);
 					}
-					if (!stopping) await new Promise((r) => setTimeout(r, opts.pollMs ?? 1000));
+					if (!stopping) await pause(wait);
 				}
 			})();
 		},
+		/** Resolves when no index merge is under way (tests, and stop()). */
+		async merges() {
+			while (merging) await merging;
+		},
 		async stop() {
 			stopping = true;
+			wake();
 			await running;
+			await merging;
 			// Deletions already due run now; the others are left to the next start's cleanup, as
 			// readers may still be on those files.
 			for (const [t, { due, run }] of timers) {

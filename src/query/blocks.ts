@@ -4,8 +4,12 @@ import type { Row, Snapshot } from "./store.js";
 export const BLOCK_COLUMNS =
 	"number, hash, parent_hash, timestamp, nonce, gas_used, mix_hash, gas_limit, difficulty, extra_data, logs_bloom, state_root, sha3_uncles, receipts_root, total_difficulty, transactions_root, miner, base_fee_per_gas, size, transaction_count";
 
+/** A block by hash: from the covering hash index where every chunk has it (see findTransaction). */
 export async function findBlockByHash(db: Snapshot, hash: string): Promise<Row | undefined> {
-	const [row] = await db.query(`SELECT ${BLOCK_COLUMNS} FROM {blocks} WHERE hash = $hash`, { hash });
+	const indexed = db.chunks().every((c) => !c.datasets.includes("blocks") || db.indexed("blocks_by_hash", c));
+	const [row] = indexed
+		? await db.query(`SELECT ${BLOCK_COLUMNS} FROM {blocks_by_hash} WHERE hash = $hash`, { hash }, undefined, hash)
+		: await db.query(`SELECT ${BLOCK_COLUMNS} FROM {blocks} WHERE hash = $hash`, { hash });
 	return row;
 }
 

@@ -26,7 +26,7 @@ export interface ListQuery {
 	where: string;
 	params: Params;
 	/** The same rows from an index file (indexes.ts), where the chunks have it: `where` on the index's rows. */
-	index?: { name: IndexName; where: string };
+	index?: { name: IndexName; where: string; key?: string };
 	/** Sort and paging column: `id`, or `number` for blocks. */
 	key?: "id" | "number";
 	blockColumn?: "block_number" | "number";
@@ -72,14 +72,14 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	if (!first) return { rows: [], hasMore: false };
 	const rows: Row[] = [];
 	const read = async (window: [number, number], batch: readonly ChunkEntry[]) => {
-		const useIndex = q.index !== undefined && batch.every((c) => hasFiles(c, q.index?.name as IndexName));
+		const useIndex = q.index !== undefined && batch.every((c) => db.indexed(q.index?.name as IndexName, c));
 		const source = useIndex ? q.index?.name : q.dataset;
 		const where = useIndex ? q.index?.where : q.where;
 		const after = page.after === undefined ? "" : ` AND ${key} ${desc ? "<" : ">"} $after`;
 		const sql = `SELECT ${q.columns} FROM {${source}} WHERE ${blockColumn} BETWEEN $start AND $end AND (${where})${after} ORDER BY ${key} ${desc ? "DESC" : "ASC"} LIMIT $limit`;
 		const params: Params = { ...q.params, start: window[0], end: window[1], limit: page.limit + 1 - rows.length };
 		if (page.after !== undefined) params.after = page.after;
-		rows.push(...(await db.query(sql, params, window)));
+		rows.push(...(await db.query(sql, params, window, useIndex ? q.index?.key : undefined)));
 	};
 
 	// The probe: the first few blocks at the page's starting edge.

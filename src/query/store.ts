@@ -1,4 +1,5 @@
 import { existsSync, statSync } from "node:fs";
+import { relative } from "node:path";
 import {
 	type DuckDBConnection,
 	DuckDBInstance,
@@ -7,16 +8,25 @@ import {
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
 import { INDEXES, type IndexName } from "../store/indexes.js";
-import { manifestPath } from "../store/layout.js";
+import { filterPath, type KeyFilter, loadKeyFilter } from "../store/key-filter.js";
+import { manifestPath, partitionPath } from "../store/layout.js";
+import { indexFiles, isIndexed, listedPaths } from "../store/listing.js";
 import {
 	type ChunkEntry,
 	GHOST_DATASET,
 	ghostFiles,
 	listedFiles,
 	type Manifest,
-	readManifestSafe,
+	readManifestChecked,
 } from "../store/manifest.js";
 import { SCHEMAS } from "../store/schema.js";
+import { isFileError, parquetShape } from "../store/verify.js";
+import {
+	DamagedDataError,
+	type DamagedFile,
+	dataDamagedMessage,
+	manifestDamagedMessage,
+} from "./damaged-data-error.js";
 import { lockDown } from "./lock-down.js";
 import { QueryTimeoutError } from "./query-timeout-error.js";
 import { chainsIn } from "./views.js";
@@ -58,14 +68,29 @@ export interface Store {
 	 * Its queries share one time budget.
 	 */
 	snapshot(chain: string): Snapshot;
+	/**
+	 * The listed files of the chain found missing or damaged (for /readyz): each file is checked
+	 * once when a manifest first lists it (names are never reused), and again when a query on it
+	 * fails. Waits for the check of the current manifest's files.
+	 */
+	damage(chain: string): Promise<DamagedFile[]>;
+	/** What is wrong with the chain's manifest (then every snapshot fails with MANIFEST_DAMAGED), or null. */
+	manifestProblem(chain: string): string | null;
 	close(): void;
 }
 
 export interface Snapshot {
 	chain: string;
 	hasDataset(dataset: DatasetName): boolean;
-	/** `window`: read only the files of chunks that overlap these blocks (see list.ts). */
-	query(sql: string, params?: Params, window?: readonly [number, number]): Promise<Row[]>;
+	/**
+	 * `window`: read only the files of chunks that overlap these blocks (see list.ts). `key`: the
+	 * wallet or hash the statement looks up in an index (`{transfers_by_address}` etc.); index
+	 * runs whose key filter rules it out are not read at all, and a statement left with no file
+	 * to read answers no rows without running.
+	 */
+	query(sql: string, params?: Params, window?: readonly [number, number], key?: string): Promise<Row[]>;
+	/** Whether a chunk's rows of `index` can be read (its own index file, or a merged run). */
+	indexed(index: IndexName, chunk: ChunkEntry): boolean;
 	/** The chunks stored, in block order. */
 	chunks(): readonly ChunkEntry[];
 	/** The newest block stored, or null while there is none. */
@@ -118,36 +143,161 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		else idle.push(c);
 	};
 
-	// The manifest of each chain, re-read when it changes (a backfill appended ranges).
-	const manifests = new Map<string, { stamp: string; manifest: Manifest | null }>();
-	const manifestOf = (chain: string): Manifest | null => {
+	// The manifest of each chain, re-read when it changes (a backfill appended ranges), or what is
+	// wrong with it. Each new one's files are checked in the background (see damage()).
+	const manifests = new Map<string, { stamp: string; manifest: Manifest | null; problem: string | null }>();
+	const manifestState = (chain: string) => {
 		const path = manifestPath(dataDir, chain);
 		const stamp = existsSync(path) ? `${statSync(path).mtimeMs}:${statSync(path).size}` : "none";
 		const cached = manifests.get(chain);
-		if (cached?.stamp === stamp) return cached.manifest;
-		const manifest = readManifestSafe(dataDir, chain);
-		manifests.set(chain, { stamp, manifest });
+		if (cached?.stamp === stamp) return cached;
+		const state = { stamp, ...readManifestChecked(dataDir, chain) };
+		manifests.set(chain, state);
+		if (state.manifest) void sweep(chain, state.manifest);
+		return state;
+	};
+	const manifestOf = (chain: string): Manifest | null => manifestState(chain).manifest;
+	const snapshotOf = (chain: string): Manifest | null => {
+		const { manifest, problem } = manifestState(chain);
+		if (problem != null) throw new DamagedDataError("MANIFEST_DAMAGED", manifestDamagedMessage(chain, problem));
 		return manifest;
+	};
+
+	// Listed files found whole, and found missing or damaged (with what is wrong), by chain and path.
+	// A file is checked when a manifest first lists it (parquetShape: no DuckDB, a few bytes read;
+	// names are never reused, so once is enough) and again when a query reading it fails.
+	const health = new Map<string, { whole: Set<string>; damaged: Map<string, string> }>();
+	const healthOf = (chain: string) => {
+		let h = health.get(chain);
+		if (!h) {
+			h = { whole: new Set(), damaged: new Map() };
+			health.set(chain, h);
+		}
+		return h;
+	};
+	const checkPaths = async (h: ReturnType<typeof healthOf>, paths: readonly string[]) => {
+		for (let i = 0; i < paths.length; i += 32) {
+			await Promise.all(
+				paths.slice(i, i + 32).map(async (p) => {
+					const problem = await parquetShape(p);
+					if (problem) {
+						h.whole.delete(p);
+						h.damaged.set(p, problem);
+					} else {
+						h.damaged.delete(p);
+						h.whole.add(p);
+					}
+				}),
+			);
+		}
+	};
+	const sweeps = new WeakMap<Manifest, Promise<void>>();
+	const sweep = (chain: string, manifest: Manifest): Promise<void> => {
+		let p = sweeps.get(manifest);
+		if (!p) {
+			const h = healthOf(chain);
+			const listed = listedPaths(dataDir, manifest);
+			// Files no longer listed are forgotten, so the sets do not grow with a follower's chain.
+			for (const f of h.whole) if (!listed.has(f)) h.whole.delete(f);
+			for (const f of h.damaged.keys()) if (!listed.has(f)) h.damaged.delete(f);
+			p = checkPaths(
+				h,
+				[...listed].filter((f) => f.endsWith(".parquet") && !h.whole.has(f)),
+			).catch(() => {});
+			sweeps.set(manifest, p);
+		}
+		return p;
+	};
+	/** The damaged files among `paths`, with their block ranges (from their names, layout.ts), as the API may show them. */
+	const damagedFiles = (chain: string, paths: Iterable<string>): DamagedFile[] => {
+		const damaged = healthOf(chain).damaged;
+		const out: DamagedFile[] = [];
+		for (const f of new Set(paths)) {
+			const problem = damaged.get(f);
+			if (problem === undefined) continue;
+			const range = /_(\d+)_(\d+)_[^_]+\.parquet$/.exec(f);
+			out.push({ file: relative(dataDir, f), from: Number(range?.[1]), to: Number(range?.[2]), problem });
+		}
+		return out.sort((a, b) => a.from - b.from || a.file.localeCompare(b.file));
+	};
+	const damagedError = (chain: string, files: DamagedFile[]) =>
+		new DamagedDataError("DATA_DAMAGED", dataDamagedMessage(chain, files), files);
+	/**
+	 * A query failed: if it was on a listed file that is missing or damaged (DuckDB names it, or
+	 * says it found no file or no Parquet footer), the error saying which blocks and how to repair
+	 * them, else null. A file DuckDB names that still looks whole has a damaged page.
+	 */
+	const damageBehind = async (chain: string, files: string[], err: unknown) => {
+		const message = String((err as Error)?.message ?? "");
+		const named = files.filter((f) => message.includes(f));
+		if (named.length === 0 && !isFileError(err)) return null;
+		const h = healthOf(chain);
+		await checkPaths(h, named.length > 0 ? named : files);
+		for (const f of named) {
+			h.whole.delete(f);
+			if (!h.damaged.has(f)) h.damaged.set(f, "unreadable: a part of it is damaged");
+		}
+		const bad = damagedFiles(chain, files);
+		return bad.length > 0 ? damagedError(chain, bad) : null;
 	};
 	/** `{dataset}` → the files `manifest` lists (of the chunks overlapping `window`, if given), or a
 	 * typed empty relation while there are none. `{ghost_blocks}` is the reorged-out blocks, with
 	 * the columns of blocks; an index (`{transfers_by_address}`) has its source's columns plus `address`. */
-	const expand = (manifest: Manifest | null, sql: string, window?: readonly [number, number]) =>
+	const expand = (
+		manifest: Manifest | null,
+		sql: string,
+		window: readonly [number, number] | undefined,
+		key: string | undefined,
+		read: { files: number; paths?: string[] },
+	) =>
 		sql.replace(/\{([a-z_]+)\}/g, (whole, name: string) => {
 			const ghost = name === GHOST_DATASET;
 			const index = name in INDEXES ? INDEXES[name as IndexName] : undefined;
 			if (!ghost && !index && !DATASETS.includes(name as DatasetName)) return whole;
 			const files = ghost
 				? ghostFiles(dataDir, manifest)
-				: listedFiles(dataDir, manifest, name as DatasetName | IndexName, window);
+				: index
+					? manifest
+						? indexFiles(dataDir, manifest, name as IndexName, window)
+								.filter((f) => key === undefined || !f.filter || filters.get(f.filter)?.has(key) !== false)
+								.map((f) => f.path)
+						: []
+					: listedFiles(dataDir, manifest, name as DatasetName, window);
+			read.files += files.length;
+			read.paths?.push(...files);
 			if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
 			const source = ghost ? "blocks" : (index?.source ?? (name as DatasetName));
 			const columns = Object.entries(SCHEMAS[source] as Record<string, readonly [string, string]>).map(
 				([c, [type]]) => `NULL::${type} AS "${c}"`,
 			);
-			if (index) columns.unshift(`NULL::VARCHAR AS "address"`);
+			if (index && !(index.key in SCHEMAS[source])) columns.unshift(`NULL::VARCHAR AS "${index.key}"`);
 			return `(SELECT ${columns.join(", ")} WHERE false)`;
 		});
+
+	// Key filters of merged runs, by file: a run's file name is never reused, so a filter read
+	// once stays right for as long as the run is listed. One that cannot be read is left out
+	// (its run is then always read), never trusted.
+	const filters = new Map<string, KeyFilter>();
+	const loading = new Map<string, Promise<void>>();
+	const loadFilters = (manifest: Manifest | null) =>
+		Promise.all(
+			(manifest?.runs ?? []).map((r) => {
+				const path = filterPath(partitionPath(dataDir, manifest?.chain ?? "", r.index, r));
+				if (filters.has(path)) return undefined;
+				let p = loading.get(path);
+				if (!p) {
+					p = loadKeyFilter(path).then(
+						(f) => {
+							filters.set(path, f);
+						},
+						() => {},
+					);
+					loading.set(path, p);
+					void p.finally(() => loading.delete(path));
+				}
+				return p;
+			}),
+		);
 
 	/** What is left of a query's or a snapshot's time budget, in ms. */
 	type Budget = { leftMs: number; since: number };
@@ -158,8 +308,18 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		params: Params,
 		budget: Budget,
 		window?: readonly [number, number],
+		key?: string,
 	): Promise<Row[]> {
-		const text = expand(manifest, sql, window);
+		if (key !== undefined) await loadFilters(manifest);
+		const read = { files: 0, paths: [] as string[] };
+		const text = expand(manifest, sql, window, key, read);
+		// A file known damaged: say so at once (DuckDB would fail on it, or read what is left).
+		if (manifest && (health.get(manifest.chain)?.damaged.size ?? 0) > 0) {
+			const bad = damagedFiles(manifest.chain, read.paths);
+			if (bad.length > 0) throw damagedError(manifest.chain, bad);
+		}
+		// A key lookup whose every candidate file the filters ruled out: no rows, no query.
+		if (key !== undefined && read.files === 0) return [];
 		if (budget.leftMs <= 0) throw new QueryTimeoutError(budgetMs);
 		const c = await acquire(budget.since);
 		const started = performance.now();
@@ -189,7 +349,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 			return reader.getRowObjectsJS() as Row[];
 		} catch (err) {
 			if (interrupted) throw new QueryTimeoutError(budgetMs);
-			throw err;
+			throw (manifest && (await damageBehind(manifest.chain, read.paths, err))) || err;
 		} finally {
 			clearTimeout(timer);
 			budget.leftMs -= performance.now() - started;
@@ -226,22 +386,30 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		hasDataset: (chain, dataset) => listedFiles(dataDir, manifestOf(chain), dataset).length > 0,
 		async query(chain, sql, params = {}) {
 			known(chain);
-			return run(manifestOf(chain), sql, params, { leftMs: budgetMs, since: performance.now() });
+			return run(snapshotOf(chain), sql, params, { leftMs: budgetMs, since: performance.now() });
 		},
 		snapshot(chain) {
 			known(chain);
-			const manifest = manifestOf(chain);
+			const manifest = snapshotOf(chain);
 			const budget = { leftMs: budgetMs, since: performance.now() };
 			return {
 				chain,
 				hasDataset: (dataset) => listedFiles(dataDir, manifest, dataset).length > 0,
-				query: (sql, params = {}, window) => run(manifest, sql, params, budget, window),
+				query: (sql, params = {}, window, key) => run(manifest, sql, params, budget, window, key),
+				indexed: (index, chunk) => manifest !== null && isIndexed(manifest, index, chunk),
 				chunks: () => [...(manifest?.chunks ?? [])].sort((a, b) => a.from - b.from),
 				// The manifest's last block: the head, without reading a file.
 				head: () => (manifest?.chunks.length ? Math.max(...manifest.chunks.map((c) => c.to)) : null),
 				memo: (key, compute) => memo(manifest, key, compute),
 			};
 		},
+		async damage(chain) {
+			const manifest = manifestOf(chain);
+			if (!manifest) return [];
+			await sweep(chain, manifest);
+			return damagedFiles(chain, listedPaths(dataDir, manifest));
+		},
+		manifestProblem: (chain) => manifestState(chain).problem,
 		close() {
 			for (const c of idle) {
 				for (const s of c.prepared.values()) s.destroySync();

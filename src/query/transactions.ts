@@ -19,14 +19,22 @@ export function findWalletTransactions(db: Snapshot, f: WalletTxFilter, page: Pa
 	const params: Params = {};
 	const where = sideConditions(["from_address", "to_address"], f, params);
 	const all = where.join(" AND ");
-	const index = { name: "transactions_by_address" as const, where: `address = $address AND ${all}` };
+	const index = { name: "transactions_by_address" as const, where: `address = $address AND ${all}`, key: f.address };
 	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where: all, params, index }, page);
 }
 
+/**
+ * A transaction by hash: from the covering hash index (one small row group of the runs whose key
+ * filter admits the hash; a missing hash usually reads no file at all) where every chunk has
+ * it, else from the transactions files (older folders until `npm run reindex`).
+ */
 export async function findTransaction(db: Snapshot, hash: string): Promise<Row | undefined> {
-	const [row] = await db.query(`SELECT ${TX_COLUMNS} FROM {transactions} WHERE transaction_hash = $hash`, {
-		hash,
-	});
+	const indexed = db
+		.chunks()
+		.every((c) => !c.datasets.includes("transactions") || db.indexed("transactions_by_hash", c));
+	const [row] = indexed
+		? await db.query(`SELECT ${TX_COLUMNS} FROM {transactions_by_hash} WHERE hash = $hash`, { hash }, undefined, hash)
+		: await db.query(`SELECT ${TX_COLUMNS} FROM {transactions} WHERE transaction_hash = $hash`, { hash });
 	return row;
 }
 

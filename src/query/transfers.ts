@@ -50,7 +50,7 @@ export function findTransfers(db: Snapshot, f: TransferFilter, page: Page): Prom
 	const all = where.join(" AND ") || "true";
 	// A wallet's transfers come from the address-sorted index where the chunks have one.
 	const index = f.address
-		? { name: "transfers_by_address" as const, where: `address = $address AND ${all}` }
+		? { name: "transfers_by_address" as const, where: `address = $address AND ${all}`, key: f.address }
 		: undefined;
 	return listRows(db, { dataset: "transfers", columns: TRANSFER_COLUMNS, where: all, params, index }, page);
 }

@@ -4,8 +4,9 @@ import { basename, join } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
-import { INDEX_NAMES, INDEXES, indexesFor } from "./indexes.js";
-import { manifestPath, partitionFileName, partitionPath, stagingDir } from "./layout.js";
+import { INDEX_NAMES, INDEXES, type IndexName, indexesFor } from "./indexes.js";
+import { manifestPath, partitionPath, stagingDir } from "./layout.js";
+import { listedPaths } from "./listing.js";
 import {
 	type ChunkEntry,
 	chunkFiles,
@@ -16,6 +17,7 @@ import {
 	nextGeneration,
 	saveManifest,
 } from "./manifest.js";
+import { previousManifestPath } from "./manifest-check.js";
 import type { ParquetWriter } from "./parquet-writer.js";
 
 export interface ChunkRange {
@@ -61,9 +63,18 @@ export async function writeChunkFiles(
 }
 
 /** Writes the chunk's index files from its dataset files and lists them in `entry.indexes`. */
-export async function deriveIndexes(writer: ParquetWriter, dataDir: string, chain: string, entry: ChunkEntry) {
-	entry.indexes = indexesFor(entry.datasets);
-	for (const i of entry.indexes) {
+export async function deriveIndexes(
+	writer: ParquetWriter,
+	dataDir: string,
+	chain: string,
+	entry: ChunkEntry,
+	/** Only these (the others the chunk has, or a merged run holds); default all its datasets have. */
+	only: IndexName[] = indexesFor(entry.datasets),
+) {
+	entry.indexes = [...new Set([...(entry.indexes ?? []), ...only])].filter((i) =>
+		indexesFor(entry.datasets).includes(i),
+	);
+	for (const i of only) {
 		const source = partitionPath(dataDir, chain, INDEXES[i].source, entry);
 		await writer.derive(i, source, partitionPath(dataDir, chain, i, entry));
 		crashPoint("chunk.index-written");
@@ -83,7 +94,13 @@ export async function writeChunk(
 	rows: DatasetRows,
 	blockHashes: readonly string[] = [],
 ): Promise<ChunkEntry> {
-	const entry = await writeChunkFiles(writer, dataDir, manifest.chain, { ...range, gen: nextGeneration(manifest) }, rows);
+	const entry = await writeChunkFiles(
+		writer,
+		dataDir,
+		manifest.chain,
+		{ ...range, gen: nextGeneration(manifest) },
+		rows,
+	);
 	crashPoint("chunk.files-written");
 	await dropReturnedGhosts(writer, dataDir, manifest, new Set(blockHashes));
 	manifest.chunks.push(entry);
@@ -155,17 +172,17 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 	await rm(stagingDir(dataDir, manifest.chain), { recursive: true, force: true });
 	// A manifest save cut short between its write and its rename; a later save would overwrite
 	// it, but a run with nothing to commit would leave it for good.
-	const manifestTmp = `${manifestPath(dataDir, manifest.chain)}.tmp`;
-	if (existsSync(manifestTmp)) {
-		await rm(manifestTmp, { force: true });
-		removed.push(basename(manifestTmp));
+	// (And the same for the previous generation's link; `_manifest.prev.json` itself is kept.)
+	for (const tmp of [
+		`${manifestPath(dataDir, manifest.chain)}.tmp`,
+		`${previousManifestPath(dataDir, manifest.chain)}.tmp`,
+	]) {
+		if (!existsSync(tmp)) continue;
+		await rm(tmp, { force: true });
+		removed.push(basename(tmp));
 	}
-	const listed: [string, Set<string>][] = [...DATASETS, ...INDEX_NAMES].map((d) => [
-		d,
-		new Set(manifest.chunks.filter((c) => hasFiles(c, d)).map((c) => partitionFileName(d, c))),
-	]);
-	listed.push([GHOST_DATASET, new Set((manifest.ghosts ?? []).map((g) => partitionFileName(GHOST_DATASET, g)))]);
-	for (const [d, names] of listed) {
+	const keep = listedPaths(dataDir, manifest);
+	for (const d of [...DATASETS, ...INDEX_NAMES, GHOST_DATASET]) {
 		const dir = join(dataDir, manifest.chain, d);
 		let present: string[];
 		try {
@@ -174,7 +191,7 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 			continue;
 		}
 		for (const name of present) {
-			if (names.has(name)) continue;
+			if (keep.has(join(dir, name))) continue;
 			await rm(join(dir, name), { force: true });
 			removed.push(join(d, name));
 			crashPoint("recover.file-removed");

@@ -16,8 +16,12 @@ export interface IndexDef {
 	source: DatasetName;
 	/** The index's rows, from a relation `src` of the source dataset. */
 	select(src: string): string;
-	/** Sort order of the file; the first column is the one min/max statistics prune on. */
+	/** Sort order of the file; the first column, `key`, is the one min/max statistics prune on. */
 	sortKey: string;
+	/** The column a lookup names (a wallet, a hash); key filters (key-filter.ts) are built over it. */
+	key: "address" | "hash";
+	/** Rows per row group: a lookup decodes one whole row group of the columns it reads. */
+	rowGroupSize: number;
 	doc: string;
 }
 
@@ -30,13 +34,35 @@ export const INDEXES = {
 		source: "transfers",
 		select: bySides("sender", "recipient"),
 		sortKey: "address, id",
+		key: "address",
+		rowGroupSize: 16_384,
 		doc: "every transfers row once per address it involves (`address` = sender, then recipient if different), sorted by address and id",
 	},
 	transactions_by_address: {
 		source: "transactions",
 		select: bySides("from_address", "to_address"),
 		sortKey: "address, id",
+		key: "address",
+		rowGroupSize: 16_384,
 		doc: "every transactions row once per address it involves (`address` = from_address, then to_address if different), sorted by address and id",
+	},
+	// Covering hash indexes: a lookup by hash reads one small row group of one file (chosen by
+	// the run's key filter) and needs no second read of the dataset.
+	transactions_by_hash: {
+		source: "transactions",
+		select: (src: string) => `SELECT transaction_hash AS hash, * FROM ${src}`,
+		sortKey: "hash",
+		key: "hash",
+		rowGroupSize: 2_048,
+		doc: "every transactions row, sorted by transaction hash (`hash`), in small row groups: a lookup by hash reads one",
+	},
+	blocks_by_hash: {
+		source: "blocks",
+		select: (src: string) => `SELECT * FROM ${src}`,
+		sortKey: "hash",
+		key: "hash",
+		rowGroupSize: 2_048,
+		doc: "every blocks row, sorted by block hash, in small row groups: a lookup by hash reads one",
 	},
 } as const satisfies Record<string, IndexDef>;
 

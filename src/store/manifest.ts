@@ -1,12 +1,14 @@
-import { readFileSync } from "node:fs";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { existsSync, readFileSync } from "node:fs";
+import { copyFile, link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import type { DatasetName } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
-import { ChainlakeError } from "../util/errors.js";
+import { fsyncDir, fsyncFile } from "../util/fsync.js";
 import type { IndexName } from "./indexes.js";
 import { manifestPath, partitionPath, type RangeId } from "./layout.js";
+import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
+import type { RunEntry } from "./runs.js";
 
 /** One written block range: its files exist for exactly the datasets listed. */
 export interface ChunkEntry {
@@ -56,6 +58,10 @@ export interface Manifest {
 	 * after the generation that first lists them (layout.ts), so names are never reused.
 	 */
 	generation?: number;
+	/** Merged index runs (runs.ts): where settled chunks' index rows are. */
+	runs?: RunEntry[];
+	/** Blocks per partition (--partition-size) of the writers: which chunks are settled (runs.ts). */
+	partition_size?: number;
 }
 
 /** The generation the next save will have: what new files are named after. */
@@ -67,29 +73,38 @@ export async function loadManifest(dataDir: string, chain: string, chainNumber: 
 	try {
 		text = await readFile(path, "utf8");
 	} catch (err) {
-		if ((err as NodeJS.ErrnoException).code === "ENOENT")
-			return { version: 1, chain, chain_number: chainNumber, chunks: [] };
-		throw err;
+		if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+		// Gone while its previous generation is there (saves keep one): deleted, not "nothing yet";
+		// starting afresh would remove every data file as unlisted.
+		if (existsSync(previousManifestPath(dataDir, chain))) throw manifestDamaged(dataDir, chain, MISSING);
+		return { version: 1, chain, chain_number: chainNumber, chunks: [] };
 	}
-	const m = JSON.parse(text) as Manifest;
-	if (m.version !== 1 || m.chain !== chain || m.chain_number !== chainNumber) {
-		throw new ChainlakeError(
-			"MANIFEST_MISMATCH",
-			`${path} belongs to ${m.chain} (chain number ${m.chain_number}), not ${chain}: use another --data-dir or the right --chain`,
+	// Not JSON, fields missing, another chain's: MANIFEST_DAMAGED naming the file and the way back.
+	const checked = checkManifestText(text, chain);
+	if (checked.problem != null) throw manifestDamaged(dataDir, chain, checked.problem);
+	if (checked.manifest.chain_number !== chainNumber)
+		throw manifestDamaged(
+			dataDir,
+			chain,
+			`it is for chain number ${checked.manifest.chain_number}, not ${chainNumber}`,
 		);
-	}
-	return m;
+	return checked.manifest;
 }
 
-/** Writes the manifest to a temporary name and renames it: readers see the old or the new, whole. */
+/** Writes the manifest to a temporary name, syncs it and renames it: readers see the old or the new, whole. */
 export async function saveManifest(dataDir: string, m: Manifest): Promise<void> {
 	const path = manifestPath(dataDir, m.chain);
 	await mkdir(dirname(path), { recursive: true });
 	m.chunks.sort((a, b) => a.from - b.from);
 	const generation = nextGeneration(m);
 	await writeFile(`${path}.tmp`, `${JSON.stringify({ ...m, generation }, null, 1)}\n`);
+	// Durable before it is in place, and in place (its folder synced) before the caller goes on to
+	// delete what it replaced; the files it lists were synced when written (parquet-writer.ts).
+	await fsyncFile(`${path}.tmp`);
 	crashPoint("manifest.tmp-written");
+	await keepPrevious(dataDir, m.chain);
 	await rename(`${path}.tmp`, path);
+	await fsyncDir(dirname(path));
 	// Counted only once saved: files written for a save that failed keep their (unlisted) names
 	// and are rewritten under the same generation, never a listed one's.
 	m.generation = generation;
@@ -110,13 +125,48 @@ export function missingRanges(m: Manifest, from: number, to: number): [number, n
 	return out;
 }
 
-/** The manifest as last saved, or null if there is none or it cannot be read (for status pages). */
-export function readManifestSafe(dataDir: string, chain: string): Manifest | null {
+const MISSING = "it is missing, while its previous generation is there (so it existed, and was deleted)";
+
+/**
+ * The manifest about to be replaced stays as `_manifest.prev.json` (a hard link to it, swapped
+ * in by a rename: the old previous generation or the new, whole), so a damaged manifest can be
+ * restored from it (`npm run verify -- --restore-manifest`). Nothing to keep before the first save.
+ */
+async function keepPrevious(dataDir: string, chain: string): Promise<void> {
+	const prev = previousManifestPath(dataDir, chain);
+	await rm(`${prev}.tmp`, { force: true });
 	try {
-		return JSON.parse(readFileSync(manifestPath(dataDir, chain), "utf8")) as Manifest;
-	} catch {
-		return null;
+		await link(manifestPath(dataDir, chain), `${prev}.tmp`);
+	} catch (err) {
+		if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+		// A file system without hard links: a copy (the write lock keeps the manifest still meanwhile).
+		await copyFile(manifestPath(dataDir, chain), `${prev}.tmp`);
 	}
+	await rename(`${prev}.tmp`, prev);
+}
+
+/**
+ * The manifest as last saved (null: there is none yet), or what is wrong with it: every reader
+ * checks it the same way (manifest-check.ts). Never throws.
+ */
+export function readManifestChecked(
+	dataDir: string,
+	chain: string,
+): { manifest: Manifest | null; problem: string | null } {
+	let text: string;
+	try {
+		text = readFileSync(manifestPath(dataDir, chain), "utf8");
+	} catch (err) {
+		if ((err as NodeJS.ErrnoException).code === "ENOENT")
+			return { manifest: null, problem: existsSync(previousManifestPath(dataDir, chain)) ? MISSING : null };
+		return { manifest: null, problem: `it cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})` };
+	}
+	return checkManifestText(text, chain);
+}
+
+/** The manifest as last saved, or null if there is none or it is damaged (for status pages). */
+export function readManifestSafe(dataDir: string, chain: string): Manifest | null {
+	return readManifestChecked(dataDir, chain).manifest;
 }
 
 /** The files of `dataset` that the manifest lists, in chain order: what readers should read
@@ -142,11 +192,6 @@ export const hasFiles = (c: ChunkEntry, name: DatasetName | IndexName): boolean 
 /** Every file of a chunk: its datasets', then its indexes'. */
 export const chunkFiles = (dataDir: string, chain: string, c: ChunkEntry): string[] =>
 	[...c.datasets, ...(c.indexes ?? [])].map((d) => partitionPath(dataDir, chain, d, c));
-
-/** Every file the manifest lists (datasets, indexes, ghosts): what must never be deleted. */
-export function listedPaths(dataDir: string, m: Manifest): Set<string> {
-	return new Set([...m.chunks.flatMap((c) => chunkFiles(dataDir, m.chain, c)), ...ghostFiles(dataDir, m)]);
-}
 
 /** Files of reorged-out blocks (same columns as blocks). */
 export function ghostFiles(dataDir: string, m: Manifest | null): string[] {

@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
+import { fsyncDir, fsyncFile, mkdirDurably } from "../util/fsync.js";
 import { INDEXES, type IndexName } from "./indexes.js";
 import { SCHEMAS, SORT_KEY } from "./schema.js";
 
@@ -28,7 +29,10 @@ export const PARQUET_OPTIONS = {
 } as const;
 
 export interface ParquetWriter {
-	/** Writes `rows` to `path` atomically (temporary name, then rename); returns the row count. */
+	/**
+	 * Writes `rows` to `path` atomically (temporary name, then rename) and durably (the file synced
+	 * before its rename, its folder after: util/fsync.ts); returns the row count. So do merge and derive.
+	 */
 	write<D extends DatasetName>(dataset: D, rows: DatasetRows[D], path: string, stagingDir: string): Promise<number>;
 	/**
 	 * Writes the rows of Parquet `files` (matching `where`, an SQL condition of the caller's own
@@ -36,6 +40,12 @@ export interface ParquetWriter {
 	 * (small files into one) and for keeping reorged-out blocks.
 	 */
 	merge(dataset: DatasetName, files: string[], path: string, where?: string): Promise<number>;
+	/** Merges index files (chunk files or runs of `index`) into one run file, sorted; returns the row count. */
+	mergeIndex(index: IndexName, files: string[], path: string): Promise<number>;
+	/** Distinct values of `column` in a file. */
+	countDistinct(path: string, column: string): Promise<number>;
+	/** The distinct values of a text column of a file, in batches (for key filters). */
+	streamColumn(path: string, column: string): AsyncIterable<string[]>;
 	/** The `hash` column of block files (blocks or ghost_blocks), in block order. */
 	blockHashes(files: string[]): Promise<string[]>;
 	/** Writes index `index` of a chunk from its source dataset file (see indexes.ts); returns the row count. */
@@ -67,7 +77,8 @@ export function parquetCopyOptions(rows: number): string {
  * (BENCHMARKS.md); `address` itself repeats enough to stay dictionary-encoded, with a bloom filter.
  */
 export const INDEX_ROW_GROUP_SIZE = 16_384;
-const INDEX_COPY_OPTIONS = `FORMAT parquet, COMPRESSION ${quote(PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEX_ROW_GROUP_SIZE}`;
+const indexCopyOptions = (index: IndexName) =>
+	`FORMAT parquet, COMPRESSION ${quote(PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEXES[index].rowGroupSize}`;
 
 /**
  * A DuckDB-backed Parquet writer. Rows go through newline-delimited JSON into DuckDB's JSON
@@ -85,7 +96,7 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 				.map((n) => `"${n}"`)
 				.join(", ");
 			await mkdir(stagingDir, { recursive: true });
-			await mkdir(dirname(path), { recursive: true });
+			await mkdirDurably(dirname(path));
 			const staged = join(stagingDir, `${dataset}.ndjson`);
 			await writeNdjson(staged, rows);
 			const tmp = `${path}.tmp`;
@@ -93,8 +104,10 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${columns.join(", ")}}) ORDER BY ${orderOf(dataset)})
 				 TO ${quote(tmp)} (${parquetCopyOptions(rows.length)})`,
 			);
+			await fsyncFile(tmp);
 			crashPoint("parquet.write.tmp-written");
 			await rename(tmp, path);
+			await fsyncDir(dirname(path));
 			crashPoint("parquet.write.renamed");
 			await rm(staged, { force: true });
 			return rows.length;
@@ -103,14 +116,42 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			const source = `read_parquet([${files.map(quote).join(", ")}])`;
 			const counted = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${source} WHERE ${where}`);
 			const n = Number(counted.getRowObjectsJS()[0]?.n ?? 0);
-			await mkdir(dirname(path), { recursive: true });
+			await mkdirDurably(dirname(path));
 			const tmp = `${path}.tmp`;
 			await conn.run(
 				`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions(n)})`,
 			);
+			await fsyncFile(tmp);
 			crashPoint("parquet.merge.tmp-written");
 			await rename(tmp, path);
+			await fsyncDir(dirname(path));
 			return n;
+		},
+		async mergeIndex(index, files, path) {
+			await mkdirDurably(dirname(path));
+			const tmp = `${path}.tmp`;
+			const copied = await conn.runAndReadAll(
+				`COPY (SELECT * FROM read_parquet([${files.map(quote).join(", ")}]) ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${indexCopyOptions(index)})`,
+			);
+			await fsyncFile(tmp);
+			crashPoint("parquet.merge.tmp-written");
+			await rename(tmp, path);
+			await fsyncDir(dirname(path));
+			return Number(copied.getRows()[0]?.[0] ?? 0);
+		},
+		async countDistinct(path, column) {
+			const read = await conn.runAndReadAll(
+				`SELECT count(DISTINCT "${column.replace(/[^a-z_]/g, "")}")::BIGINT AS n FROM read_parquet(${quote(path)})`,
+			);
+			return Number(read.getRowObjectsJS()[0]?.n ?? 0);
+		},
+		async *streamColumn(path, column) {
+			const result = await conn.stream(
+				`SELECT DISTINCT "${column.replace(/[^a-z_]/g, "")}" FROM read_parquet(${quote(path)})`,
+			);
+			for (let chunk = await result.fetchChunk(); chunk && chunk.rowCount > 0; chunk = await result.fetchChunk()) {
+				yield (chunk.getColumns()[0] ?? []).map(String);
+			}
 		},
 		async blockHashes(files) {
 			if (files.length === 0) return [];
@@ -120,13 +161,15 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			return read.getRowObjectsJS().map((r) => String(r.hash));
 		},
 		async derive(index, sourceFile, path) {
-			await mkdir(dirname(path), { recursive: true });
+			await mkdirDurably(dirname(path));
 			const tmp = `${path}.tmp`;
 			const copied = await conn.runAndReadAll(
-				`COPY (${indexRowsSql(index, sourceFile)} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${INDEX_COPY_OPTIONS})`,
+				`COPY (${indexRowsSql(index, sourceFile)} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${indexCopyOptions(index)})`,
 			);
+			await fsyncFile(tmp);
 			crashPoint("parquet.derive.tmp-written");
 			await rename(tmp, path);
+			await fsyncDir(dirname(path));
 			return Number(copied.getRows()[0]?.[0] ?? 0);
 		},
 		close() {

@@ -1,9 +1,12 @@
 import { deriveIndexes } from "./chunk-store.js";
 import { indexesFor } from "./indexes.js";
 import { chainDir } from "./layout.js";
+import { isIndexed } from "./listing.js";
 import { acquireWriteLock } from "./lock.js";
 import { loadManifest, saveManifest } from "./manifest.js";
 import { createParquetWriter } from "./parquet-writer.js";
+import { createRetireLater } from "./retire-later.js";
+import { mergeAll } from "./runs.js";
 
 /**
  * Writes the index files a chain's chunks lack (data written before indexes existed, or with
@@ -15,19 +18,28 @@ export async function reindexChain(
 	chain: { id: string; number: number },
 	onChunk?: (from: number, to: number) => void,
 ): Promise<number> {
-	const release = acquireWriteLock(chainDir(dataDir, chain.id));
+	const release = await acquireWriteLock(chainDir(dataDir, chain.id));
 	const writer = await createParquetWriter();
 	let done = 0;
 	try {
 		const manifest = await loadManifest(dataDir, chain.id, chain.number);
+		// Folders written before it was recorded: the writers' partition size is the longest chunk.
+		manifest.partition_size ??= Math.max(1, ...manifest.chunks.map((c) => c.to - c.from + 1));
 		for (const c of manifest.chunks) {
-			const wanted = indexesFor(c.datasets);
-			if (wanted.every((i) => c.indexes?.includes(i))) continue;
-			await deriveIndexes(writer, dataDir, chain.id, c);
+			const wanted = indexesFor(c.datasets).filter((i) => !isIndexed(manifest, i, c));
+			if (wanted.length === 0) continue;
+			await deriveIndexes(writer, dataDir, chain.id, c, wanted);
 			await saveManifest(dataDir, manifest);
 			onChunk?.(c.from, c.to);
 			done++;
 		}
+		// Then the merged runs (runs.ts); the files they replace go after the grace period, or at
+		// the next writer's start if this run ends first.
+		const retired = createRetireLater();
+		await mergeAll(writer, dataDir, manifest, async (files) => {
+			retired.retire(files);
+			await retired.sweep();
+		});
 		return done;
 	} finally {
 		writer.close();

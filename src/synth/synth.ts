@@ -6,6 +6,7 @@ import { deriveIndexes } from "../store/chunk-store.js";
 import { alignedChunks, partitionPath } from "../store/layout.js";
 import { type ChunkEntry, loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/manifest.js";
 import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/parquet-writer.js";
+import { deleteNow, mergeAll } from "../store/runs.js";
 import type { ChainRef } from "../util/chain.js";
 import { chunkTablesSql, datasetSelectSql, macrosSql } from "./chunk-sql.js";
 import type { Scale } from "./scales.js";
@@ -36,6 +37,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 	try {
 		await conn.run(macrosSql(o.scale));
 		const manifest = await loadManifest(o.dataDir, o.chain.id, o.chain.number);
+		manifest.partition_size ??= o.partitionSize;
 		const todo = missingRanges(manifest, 0, o.scale.blocks - 1).flatMap(([a, b]) =>
 			alignedChunks(a, b, o.partitionSize),
 		);
@@ -64,6 +66,8 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 			await deriveIndexes(writer, o.dataDir, o.chain.id, entry);
 			manifest.chunks.push(entry);
 			await saveManifest(o.dataDir, manifest);
+			// Merged index runs as the backfill makes them; nothing serves a synth folder while it is written.
+			await mergeAll(writer, o.dataDir, manifest, deleteNow);
 			o.onChunk?.(entry, ++done, todo.length);
 		}
 		return { chunks: manifest.chunks.length, rows: totals };

@@ -11,8 +11,7 @@ import { writeSync } from "node:fs";
  */
 export const CRASH_POINTS = [
 	// store/lock.ts
-	"lock.taken-over", // a dead run's lock removed, ours not yet written (no lock at all)
-	"lock.acquired", // lock file written, nothing else done
+	"lock.acquired", // lock taken and our pid written, nothing else done
 	// store/chunk-store.ts
 	"recover.file-removed", // start-up cleanup of a crashed run's leftovers, after each file removed
 	"chunk.dataset-written", // one dataset file of a chunk renamed into place, the next not yet written
@@ -41,6 +40,10 @@ export const CRASH_POINTS = [
 	"follow.reorg.detected", // orphaned chunks found, nothing written
 	"follow.reorg.ghosts-written", // the orphaned blocks' ghost file written, the manifest still lists the orphans
 	"follow.reorg.committed", // the manifest without the orphans (ghosts listed) saved, canonical blocks not yet appended
+	// store/runs.ts
+	"runs.merged", // a merged index run file written, no filter yet, the manifest still lists its inputs
+	"runs.filter-written", // the run's key filter written too, the manifest still lists the inputs
+	"runs.committed", // the manifest lists the run, its inputs not yet deleted
 ] as const;
 
 export type CrashPointName = (typeof CRASH_POINTS)[number];

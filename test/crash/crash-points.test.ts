@@ -131,8 +131,7 @@ const backfillArgs = (dir: string) => [
  */
 const BACKFILL_SEQUENCE: At[] = [
 	"lock.acquired", // a fresh folder: only the lock file
-	"lock.taken-over", // the dead run's lock removed, no lock
-	"backfill.chunk-fetched", // chunk 0 in memory
+	"backfill.chunk-fetched", // the killed run's lock file (its pid) simply locked; chunk 0 in memory
 	"parquet.write.tmp-written", // chunk 0's first dataset as .tmp
 	"parquet.write.renamed:3", // three dataset files of chunk 0, staged NDJSON left
 	"chunk.dataset-written:6",
@@ -199,6 +198,10 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
 	["parquet.merge.tmp-written", none], // the restart redoes that compaction: a .tmp
 	["follow.compact.files-written", none], // merged files complete, the manifest unchanged
 	["follow.compact.swapped", none], // merged chunk listed, small files still on disk
+	// Settled partitions' index files merged into runs (FAN_IN of them), beside the step loop.
+	["runs.merged", mine], // a run file written, no filter, its inputs still listed
+	["runs.filter-written", none], // the restart merges again: run and filter written, not listed
+	["runs.committed", mine], // the run listed, its inputs unlisted but on disk
 	["follow.retire.file-removed:4", mine], // the next compaction's small files, half deleted
 	["follow.reorg.detected", reorg(dir)], // a reorg of the top 2 blocks seen
 	// Down for a while: the node moved on, so the orphaned blocks now lie deeper than the

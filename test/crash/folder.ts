@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { INDEX_NAMES } from "../../src/store/indexes.js";
+import { INDEX_NAMES, INDEXES, type IndexName } from "../../src/store/indexes.js";
 import { partitionFileName } from "../../src/store/layout.js";
 import type { Manifest } from "../../src/store/manifest.js";
 
@@ -18,6 +18,11 @@ export function folderState(chainDir: string) {
 		for (const d of [...c.datasets, ...(c.indexes ?? [])]) listed.add(join(d, partitionFileName(d, c)));
 	}
 	for (const g of m?.ghosts ?? []) listed.add(join("ghost_blocks", partitionFileName("ghost_blocks", g)));
+	// Merged index runs, each with its key filter beside it.
+	for (const r of m?.runs ?? []) {
+		listed.add(join(r.index, partitionFileName(r.index, r)));
+		listed.add(join(r.index, `${partitionFileName(r.index, r)}.filter`));
+	}
 	const files = existsSync(chainDir)
 		? readdirSync(chainDir, { recursive: true, withFileTypes: true })
 				.filter((e) => e.isFile())
@@ -28,9 +33,12 @@ export function folderState(chainDir: string) {
 		manifest: m,
 		listed: [...listed],
 		tmp: files.filter((f) => f.endsWith(".tmp")),
-		unlisted: files.filter((f) => f !== "_manifest.json" && f !== "_lock" && !listed.has(f)),
+		unlisted: files.filter(
+			(f) => f !== "_manifest.json" && f !== "_manifest.prev.json" && f !== "_lock" && !listed.has(f),
+		),
 		missing: [...listed].filter((f) => !present.has(f)),
-		locked: present.has("_lock"),
+		// A pid in `_lock` (kept, emptied on release): a run holds the lock, or one died holding it.
+		locked: present.has("_lock") && readFileSync(join(chainDir, "_lock"), "utf8") !== "",
 		storedHead: Math.max(-1, ...(m?.chunks ?? []).map((c) => c.to)),
 	};
 }
@@ -46,8 +54,13 @@ export async function readListed(chainDir: string): Promise<Record<string, unkno
 	const { manifest, listed } = folderState(chainDir);
 	const byName = new Map<string, string[]>();
 	const chunks = [...(manifest?.chunks ?? [])].sort((a, b) => a.from - b.from);
+	const runs = manifest?.runs ?? [];
+	for (const r of runs)
+		byName.set(r.index, [...(byName.get(r.index) ?? []), join(chainDir, r.index, partitionFileName(r.index, r))]);
 	for (const c of chunks) {
 		for (const d of [...c.datasets, ...(c.indexes ?? [])]) {
+			// An index's rows of a chunk a run covers are the run's (a chunk file there would be a duplicate).
+			if (runs.some((r) => r.index === d && r.from <= c.from && c.to <= r.to)) continue;
 			byName.set(d, [...(byName.get(d) ?? []), join(chainDir, d, partitionFileName(d, c))]);
 		}
 	}
@@ -62,7 +75,7 @@ export async function readListed(chainDir: string): Promise<Record<string, unkno
 				name === "blocks" || name === "ghost_blocks"
 					? "number, hash"
 					: INDEX_NAMES.includes(name as never)
-						? "address, id"
+						? INDEXES[name as IndexName].sortKey
 						: "id";
 			const r = await conn.runAndReadAll(
 				`SELECT * FROM read_parquet([${files.map(quote).join(", ")}]) ORDER BY ${order}`,

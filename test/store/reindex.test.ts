@@ -1,4 +1,6 @@
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
+import { once } from "node:events";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { cp, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,12 +12,13 @@ import { createKeyring } from "../../src/api/keys.js";
 import { createStore, type Store } from "../../src/query/store.js";
 import { INDEX_NAMES } from "../../src/store/indexes.js";
 import { manifestPath } from "../../src/store/layout.js";
+import { acquireWriteLock } from "../../src/store/lock.js";
 import type { Manifest } from "../../src/store/manifest.js";
 import { reindexChain } from "../../src/store/reindex.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
-import { runScript } from "../helpers/cli.js";
+import { REPO_ROOT, runScript } from "../helpers/cli.js";
 
 /**
  * Reindexing data written before index files existed: on a copy of a backfilled folder with the
@@ -175,7 +178,7 @@ describe("reindexChain", () => {
 		expect(await reindexChain(dir, { id: CHAIN_ID, number: CHAIN })).toBe(0);
 		expect([manifestPath(dir, CHAIN_ID), ...files].map((f) => statSync(f).mtimeMs)).toEqual(mtimes);
 		// The write lock was released.
-		expect(existsSync(join(dir, CHAIN_ID, "_lock"))).toBe(false);
+		(await acquireWriteLock(join(dir, CHAIN_ID)))();
 	});
 
 	it("indexes only the chunks that lack indexes (a run interrupted midway resumes)", async () => {
@@ -211,10 +214,18 @@ describe("reindexChain", () => {
 
 	it("refuses to run while another live process holds the chain's write lock", async () => {
 		const dir = await unindexedCopy("locked");
-		writeFileSync(join(dir, CHAIN_ID, "_lock"), String(process.pid));
-		await expect(reindexChain(dir, { id: CHAIN_ID, number: CHAIN })).rejects.toMatchObject({
-			code: "DATA_DIR_LOCKED",
-		});
+		// A real holder: another process with the lock (test/store/lock-child.ts).
+		const holder = spawn(process.execPath, ["--import", "tsx", "test/store/lock-child.ts"], { cwd: REPO_ROOT });
+		holder.stdin.write(`hold ${join(dir, CHAIN_ID)}\n`);
+		expect((await once(holder.stdout, "data")).toString()).toBe("held\n");
+		try {
+			await expect(reindexChain(dir, { id: CHAIN_ID, number: CHAIN })).rejects.toMatchObject({
+				code: "DATA_DIR_LOCKED",
+				message: expect.stringContaining(`(pid ${holder.pid})`),
+			});
+		} finally {
+			holder.kill("SIGKILL");
+		}
 		expect(await indexFiles(dir)).toEqual({});
 		expect(readManifest(dir).chunks.every((c) => c.indexes === undefined)).toBe(true);
 	});

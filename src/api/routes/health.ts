@@ -3,6 +3,7 @@ import { latestBlock } from "../../query/blocks.js";
 import { nodeStatus } from "../../rpc/client.js";
 import { readManifestSafe } from "../../store/manifest.js";
 import type { ApiContext } from "../context.js";
+import { errorBody } from "../errors.js";
 
 /** Stored head per chain: block number and timestamp, or null when nothing is stored. */
 async function storedHeads(ctx: ApiContext) {
@@ -28,6 +29,10 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 		{ schema: { summary: "Per chain: data present, head block, lag, follower state", tags: ["health"] } },
 		async (_req, reply) => {
 			const heads = await storedHeads(ctx);
+			// Listed files found missing or damaged (checked once per file, and when a query fails on one).
+			const damage = new Map(
+				await Promise.all([...heads.keys()].map(async (c) => [c, await ctx.store.damage(c)] as const)),
+			);
 			const chains = [...heads].map(([chain, head]) => {
 				const manifest = readManifestSafe(dataDir, chain);
 				const f = ctx.followers.get(chain);
@@ -38,6 +43,11 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 					head_lag_seconds: head ? Math.max(0, Math.round(Date.now() / 1000 - head.timestamp)) : null,
 					ranges: manifest?.chunks.length ?? 0,
 					traces_unavailable_ranges: manifest?.chunks.filter((c) => c.traces === "none").length ?? 0,
+					// What is wrong with the manifest (nothing of the chain is served then), and the listed
+					// files that are missing or damaged (named relative to the data folder, with their blocks):
+					// requests reading them answer 503 DATA_DAMAGED; `npm run verify` says how to repair.
+					manifest_damaged: ctx.store.manifestProblem(chain),
+					damaged_files: damage.get(chain) ?? [],
 					follower: f
 						? {
 								node_head_block: f.stats.nodeHead,
@@ -64,7 +74,10 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 						: null,
 				};
 			});
-			const ready = chains.length > 0 && chains.every((c) => c.ready);
+			// A damaged key file refuses every data request (503 KEYS_UNAVAILABLE): not ready, with that error.
+			const keys = ctx.keyring.unavailable();
+			const ready = keys === null && chains.length > 0 && chains.every((c) => c.ready);
+			if (keys !== null) return reply.code(503).send({ ...errorBody(503, "KEYS_UNAVAILABLE", keys), ready, chains });
 			return reply.code(ready ? 200 : 503).send({ ready, chains });
 		},
 	);

@@ -1,0 +1,94 @@
+import { readFile, rename, writeFile } from "node:fs/promises";
+
+/**
+ * A Bloom filter over the keys of one index run (addresses or hashes), kept in a file next to
+ * the run (`<run>.parquet.filter`) and in memory by readers, so that a wallet or a hash opens
+ * only the runs it can be in. No false negatives; about 1% false positives at BITS_PER_KEY 10.
+ *
+ * Why not an npm package: the keys are hex of Keccak-256 outputs (hashes, and addresses, which
+ * are the low 20 bytes of one), so they are already uniformly spread and the probe positions can
+ * be read straight off the key's last 16 hex digits (Kirsch–Mitzenmacher double hashing) with
+ * no hash function at all; and the filter must load from a file as one byte array at start, not
+ * from the JSON the maintained packages (bloom-filters) export. Keys that are not uniform
+ * (precompiles, vanity addresses) only raise the false-positive rate, never hide a key.
+ */
+export interface KeyFilter {
+	/** False only if `key` is certainly not in the run. */
+	has(key: string): boolean;
+	/** Bytes of the bit array (what it costs in memory). */
+	readonly bytes: number;
+}
+
+/** ~0.8% false positives with PROBES 7 (the optimum for 10 bits a key is ln2 × 10 ≈ 7). */
+export const BITS_PER_KEY = 10;
+const PROBES = 7;
+const MAGIC = 0x464c4243; // "CBLF"
+const HEADER = 12;
+
+function positions(key: string, bits: number, out: Uint32Array): void {
+	const n = key.length;
+	const h1 = Number.parseInt(key.slice(n - 8), 16) >>> 0;
+	const h2 = (Number.parseInt(key.slice(n - 16, n - 8), 16) | 1) >>> 0;
+	for (let i = 0; i < PROBES; i++) out[i] = (h1 + (Math.imul(i, h2) >>> 0)) % bits;
+}
+
+function over(bitset: Uint8Array, bits: number): KeyFilter {
+	const probe = new Uint32Array(PROBES);
+	return {
+		bytes: bitset.length,
+		has(key) {
+			if (key.length < 18) return true;
+			positions(key.toLowerCase(), bits, probe);
+			for (const p of probe) if (((bitset[p >>> 3] as number) & (1 << (p & 7))) === 0) return false;
+			return true;
+		},
+	};
+}
+
+/** Builds a filter sized for `count` keys from `keys` (lower-case hex, `0x`-prefixed). */
+export async function buildKeyFilter(
+	keys: AsyncIterable<readonly string[]>,
+	count: number,
+): Promise<{ filter: KeyFilter; data: Uint8Array }> {
+	const bits = Math.max(64, Math.ceil(Math.max(1, count) * BITS_PER_KEY));
+	const data = new Uint8Array(HEADER + Math.ceil(bits / 8));
+	const view = new DataView(data.buffer);
+	view.setUint32(0, MAGIC, true);
+	view.setUint32(4, bits, true);
+	view.setUint32(8, PROBES, true);
+	const bitset = data.subarray(HEADER);
+	const probe = new Uint32Array(PROBES);
+	for await (const batch of keys) {
+		for (const key of batch) {
+			if (key.length < 18) continue;
+			positions(key.toLowerCase(), bits, probe);
+			for (const p of probe) bitset[p >>> 3] = (bitset[p >>> 3] as number) | (1 << (p & 7));
+		}
+	}
+	return { filter: over(bitset, bits), data };
+}
+
+/** Writes a filter atomically (temporary name, then rename). */
+export async function saveKeyFilter(path: string, data: Uint8Array): Promise<void> {
+	await writeFile(`${path}.tmp`, data);
+	await rename(`${path}.tmp`, path);
+}
+
+/** Reads a filter file; a damaged or foreign file is an error naming it. */
+export async function loadKeyFilter(path: string): Promise<KeyFilter> {
+	const data = new Uint8Array(await readFile(path));
+	const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+	const bits = data.length >= HEADER ? view.getUint32(4, true) : 0;
+	if (
+		data.length < HEADER ||
+		view.getUint32(0, true) !== MAGIC ||
+		view.getUint32(8, true) !== PROBES ||
+		data.length !== HEADER + Math.ceil(bits / 8)
+	) {
+		throw new Error(`${path} is not a chainlake key filter (damaged?): run npm run reindex to rebuild it`);
+	}
+	return over(data.subarray(HEADER), bits);
+}
+
+/** The file of a run's filter. */
+export const filterPath = (runPath: string): string => `${runPath}.filter`;

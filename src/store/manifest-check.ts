@@ -1,0 +1,123 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import { DATASETS, type DatasetName } from "../extract/rows.js";
+import { ChainlakeError } from "../util/errors.js";
+import { INDEX_NAMES, type IndexName } from "./indexes.js";
+import { chainDir, manifestPath } from "./layout.js";
+import type { Manifest } from "./manifest.js";
+
+/**
+ * The one check of a manifest's shape, for every reader (backfill, follower, reindex, synth,
+ * the API's store, verify): a manifest that is not whole JSON, lacks a field, lists a dataset
+ * this code does not know, or lists overlapping ranges is refused with MANIFEST_DAMAGED and a
+ * message saying what to do, instead of being taken for "nothing stored yet" or failing later
+ * with a TypeError. Unknown fields are kept (looseObject), so a save does not drop them.
+ */
+const count = z.number().int().nonnegative();
+const chunkSchema = z
+	.looseObject({
+		from: count,
+		to: count,
+		traces: z.enum(["parity", "geth", "none"]),
+		datasets: z.array(z.enum(DATASETS as [DatasetName, ...DatasetName[]])),
+		rows: z.partialRecord(z.enum(DATASETS as [DatasetName, ...DatasetName[]]), count),
+		indexes: z.array(z.enum(INDEX_NAMES as [IndexName, ...IndexName[]])).optional(),
+		first_parent_hash: z.string(),
+		last_hash: z.string(),
+		gen: count.optional(),
+	})
+	.refine((c) => c.from <= c.to, { error: "a range ends before it starts" });
+const ghostSchema = z.looseObject({
+	from: count,
+	to: count,
+	last_hash: z.string(),
+	gen: count.optional(),
+	hashes: z.array(z.string()).optional(),
+});
+const manifestSchema = z.looseObject({
+	version: z.literal(1, { error: "version must be 1 (the only one this chainlake reads)" }),
+	chain: z.string(),
+	chain_number: count,
+	chunks: z.array(chunkSchema),
+	ghosts: z.array(ghostSchema).optional(),
+	final_through: z.number().int().optional(),
+	generation: count.optional(),
+});
+
+/** The previous generation of a chain's manifest, kept by every save (saveManifest). */
+export const previousManifestPath = (dataDir: string, chain: string): string =>
+	join(chainDir(dataDir, chain), "_manifest.prev.json");
+
+/** What is wrong with a manifest's text for `chain`, or the manifest. Never throws. */
+export function checkManifestText(
+	text: string,
+	chain: string,
+): { manifest: Manifest; problem: null } | { manifest: null; problem: string } {
+	if (text.trim() === "") return { manifest: null, problem: "it is empty" };
+	let json: unknown;
+	try {
+		json = JSON.parse(text);
+	} catch (err) {
+		return { manifest: null, problem: `it is not whole JSON (${(err as Error).message}): cut short or overwritten` };
+	}
+	const parsed = manifestSchema.safeParse(json);
+	if (!parsed.success) {
+		const issues = parsed.error.issues.slice(0, 3).map((i) => {
+			const where = i.path.length > 0 ? i.path.join(".") : "the whole file";
+			return `${where}: ${i.message.replace(/^Invalid input: expected (\w+), received undefined$/, "missing (expected $1)")}`;
+		});
+		const more = parsed.error.issues.length > 3 ? ` and ${parsed.error.issues.length - 3} more` : "";
+		return { manifest: null, problem: `it is not a chainlake manifest (${issues.join("; ")}${more})` };
+	}
+	const m = parsed.data as Manifest;
+	const number = Number(/^eip155-(\d+)$/.exec(chain)?.[1]);
+	if (m.chain !== chain || (Number.isInteger(number) && m.chain_number !== number)) {
+		return {
+			manifest: null,
+			problem: `it belongs to ${m.chain} (chain number ${m.chain_number}), not to ${chain} whose folder it is in: copied or moved from another chain's folder`,
+		};
+	}
+	const sorted = [...m.chunks].sort((a, b) => a.from - b.from);
+	for (let i = 1; i < sorted.length; i++) {
+		const [a, b] = [sorted[i - 1], sorted[i]] as [Manifest["chunks"][number], Manifest["chunks"][number]];
+		if (b.from <= a.to)
+			return {
+				manifest: null,
+				problem: `it lists blocks ${b.from}..${Math.min(a.to, b.to)} twice (overlapping ranges)`,
+			};
+	}
+	return { manifest: m, problem: null };
+}
+
+/** The previous generation, if it is there and sound (for recovery advice and `verify --restore-manifest`). */
+export function readPreviousManifest(dataDir: string, chain: string): Manifest | null {
+	let text: string;
+	try {
+		text = readFileSync(previousManifestPath(dataDir, chain), "utf8");
+	} catch {
+		return null;
+	}
+	return checkManifestText(text, chain).manifest;
+}
+
+/**
+ * The error for a damaged manifest: names the file, what is wrong, and the way back (the
+ * previous generation when it is sound, else a backup or a fresh backfill).
+ */
+export function manifestDamaged(dataDir: string, chain: string, problem: string): ChainlakeError {
+	return new ChainlakeError(
+		"MANIFEST_DAMAGED",
+		`${manifestPath(dataDir, chain)} is damaged: ${problem}. ${manifestFix(dataDir, chain)}`,
+	);
+}
+
+/** What to run about a damaged manifest. */
+export function manifestFix(dataDir: string, chain: string): string {
+	const prev = readPreviousManifest(dataDir, chain);
+	const path = manifestPath(dataDir, chain);
+	if (prev) {
+		return `Its previous generation (${prev.generation ?? 0}) is kept in ${previousManifestPath(dataDir, chain)}: restore it with \`npm run verify -- --data-dir ${dataDir} --chain ${chain} --restore-manifest\`, which then names any range to fetch again`;
+	}
+	return `There is no sound previous generation (${previousManifestPath(dataDir, chain)}) to restore: put back a copy from a backup, or move it away (\`mv ${path} ${path}.damaged\`) and backfill the chain again (its data files are then removed as unlisted and fetched anew)`;
+}

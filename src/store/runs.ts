@@ -1,0 +1,174 @@
+import { rm } from "node:fs/promises";
+import { crashPoint } from "../util/crash-point.js";
+import { INDEX_NAMES, INDEXES, type IndexName } from "./indexes.js";
+import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
+import { partitionPath, type RangeId } from "./layout.js";
+import { runsOf } from "./listing.js";
+import { type ChunkEntry, type Manifest, nextGeneration, saveManifest } from "./manifest.js";
+import type { ParquetWriter } from "./parquet-writer.js";
+
+/**
+ * Merged index runs: the per-chunk index files of settled chunks are merged, in the background,
+ * into runs that cover FAN_IN^k chunks (size-tiered, as an LSM tree's universal compaction or
+ * Erigon's history files merged in growing steps), each with a key filter (key-filter.ts) in a
+ * file beside it. A whole-history lookup then opens O(log n) files per index, and of those only
+ * the ones whose filter admits the wallet or hash: a quiet wallet or a missing hash reads almost
+ * nothing, at 100 chunks as at 20,000.
+ *
+ * Only settled chunks are merged: final (at or below `final_through`, or more than
+ * SETTLE_DEPTH blocks below the tip in a folder no follower keeps) and a whole partition, so no
+ * reorg (refused at or below the final block) and no compaction (which only merges chunks of an
+ * incomplete or split partition) ever replaces a chunk a run covers. A run covers the block
+ * range of the adjacent chunks it merged; readers take an index's rows from its runs, and from a
+ * chunk's own index file only where no run covers the chunk.
+ */
+export interface RunEntry extends RangeId {
+	index: IndexName;
+	gen: number;
+	/** Chunks merged: the run's level is floor(log_FAN_IN(chunks)). */
+	chunks: number;
+	rows: number;
+	/** Distinct keys (the filter's size). */
+	keys: number;
+}
+
+/** Runs merged at once: files per index stay under FAN_IN × levels; each row is rewritten once per level. */
+export const FAN_IN = 4;
+/** In a folder no follower keeps (no `final_through`), chunks this far below the tip count as final. */
+export const SETTLE_DEPTH = 64;
+
+const level = (chunks: number) => Math.floor(Math.log(chunks) / Math.log(FAN_IN) + 1e-9);
+
+/** The chunks that will never be replaced, in block order (see the module comment). */
+export function settledChunks(m: Manifest): ChunkEntry[] {
+	const size = m.partition_size;
+	if (!size) return [];
+	const sorted = [...m.chunks].sort((a, b) => a.from - b.from);
+	const tip = sorted.at(-1)?.to ?? -1;
+	const finalThrough = m.final_through ?? tip - SETTLE_DEPTH;
+	const first = sorted[0]?.from ?? 0;
+	return sorted.filter(
+		(c) =>
+			c.to <= finalThrough &&
+			(c.to + 1) % size === 0 &&
+			c.from === Math.max(first, c.to + 1 - size) &&
+			Math.floor(c.from / size) === Math.floor(c.to / size),
+	);
+}
+
+interface Unit {
+	from: number;
+	to: number;
+	last_hash: string;
+	chunks: number;
+	path: string;
+	run?: RunEntry;
+	chunk?: ChunkEntry;
+}
+
+/** The next FAN_IN adjacent units of one level to merge for `index`, or null when none is due. */
+export function planMerge(dataDir: string, m: Manifest, index: IndexName): Unit[] | null {
+	const units: Unit[] = [];
+	const runs = runsOf(m, index);
+	for (const c of settledChunks(m)) {
+		const run = runs.find((r) => r.from <= c.from && c.to <= r.to);
+		if (run) {
+			if (units.at(-1)?.run !== run)
+				units.push({ ...run, path: partitionPath(dataDir, m.chain, index, run), run, chunks: run.chunks });
+		} else if (c.indexes?.includes(index)) {
+			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: 1, path: "", chunk: c });
+			(units.at(-1) as Unit).path = partitionPath(dataDir, m.chain, index, c);
+		} else {
+			// No index rows for this chunk (written before the index existed): nothing merges across it.
+			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: Number.NaN, path: "" });
+		}
+	}
+	for (let i = 0; i + FAN_IN <= units.length; i++) {
+		const group = units.slice(i, i + FAN_IN);
+		const lv = level((group[0] as Unit).chunks);
+		if (!group.every((u) => Number.isFinite(u.chunks) && level(u.chunks) === lv)) continue;
+		if (!group.every((u, j) => j === 0 || (group[j - 1] as Unit).to + 1 === u.from)) continue;
+		return group;
+	}
+	return null;
+}
+
+/**
+ * Merges the next due group of `index` (if any) into one run with its filter, and commits it in
+ * one manifest save: the run listed, the merged runs and chunk files unlisted. Returns the files
+ * that left the manifest (for the caller to delete once no reader needs them), or null if no
+ * merge was due.
+ */
+export async function mergeStep(
+	writer: ParquetWriter,
+	dataDir: string,
+	m: Manifest,
+	index: IndexName,
+	/** Runs the commit (manifest change and save) alone, when other writers share `m` (the follower). */
+	exclusive: <T>(commit: () => Promise<T>) => Promise<T> = (commit) => commit(),
+): Promise<string[] | null> {
+	const group = planMerge(dataDir, m, index);
+	if (!group) return null;
+	const first = group[0] as Unit;
+	const last = group.at(-1) as Unit;
+	const run: RunEntry = {
+		index,
+		from: first.from,
+		to: last.to,
+		last_hash: last.last_hash,
+		gen: nextGeneration(m),
+		chunks: group.reduce((n, u) => n + u.chunks, 0),
+		rows: 0,
+		keys: 0,
+	};
+	const path = partitionPath(dataDir, m.chain, index, run);
+	const inputs = group.map((u) => u.path);
+	run.rows = await writer.mergeIndex(index, inputs, path);
+	crashPoint("runs.merged");
+	const keyColumn = INDEXES[index].key;
+	run.keys = await writer.countDistinct(path, keyColumn);
+	const { data } = await buildKeyFilter(writer.streamColumn(path, keyColumn), run.keys);
+	await saveKeyFilter(filterPath(path), data);
+	crashPoint("runs.filter-written");
+	const merged = new Set(group.map((u) => u.run).filter((r) => r !== undefined));
+	return exclusive(async () => {
+		// Settled chunks are never replaced and only merges change runs, but a repair may have
+		// unlisted a damaged chunk meanwhile: then this run is dropped, never committed.
+		const intact = group.every((u) =>
+			u.run ? m.runs?.includes(u.run) : u.chunk && m.chunks.includes(u.chunk) && u.chunk.indexes?.includes(index),
+		);
+		if (!intact) return [path, filterPath(path)];
+		m.runs = [...(m.runs ?? []).filter((r) => !merged.has(r)), run];
+		for (const u of group) if (u.chunk) u.chunk.indexes = u.chunk.indexes?.filter((i) => i !== index);
+		await saveManifest(dataDir, m);
+		crashPoint("runs.committed");
+		return group.flatMap((u) => (u.run ? [u.path, filterPath(u.path)] : [u.path]));
+	});
+}
+
+/** Runs every due merge of every index; `retire` gets each commit's unlisted files. */
+export async function mergeAll(
+	writer: ParquetWriter,
+	dataDir: string,
+	m: Manifest,
+	retire: (files: string[]) => void | Promise<void>,
+	stop: () => boolean = () => false,
+): Promise<number> {
+	let merges = 0;
+	for (let more = true; more && !stop(); ) {
+		more = false;
+		for (const index of INDEX_NAMES) {
+			const gone = await mergeStep(writer, dataDir, m, index);
+			if (!gone) continue;
+			merges++;
+			more = true;
+			await retire(gone);
+		}
+	}
+	return merges;
+}
+
+/** Deletes files at once: for writers no API reader follows (synth), or files a crash left. */
+export const deleteNow = async (files: string[]) => {
+	for (const f of files) await rm(f, { force: true });
+};

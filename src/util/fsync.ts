@@ -1,0 +1,61 @@
+import { mkdir, open } from "node:fs/promises";
+import { dirname } from "node:path";
+
+/**
+ * Durability: a rename is atomic, but without fsync a power loss (or a kernel crash) can leave
+ * a renamed file with none of its bytes on disk, or lose the rename itself. So every file the
+ * manifest will list is synced before its rename into place and its folder after, and the
+ * manifest likewise: once a manifest naming a file is on disk, so is the file.
+ *
+ * `CHAINLAKE_FSYNC=0` turns syncing off, for throwaway folders only (it is what the "without
+ * sync" figures of RELIABILITY.md were measured with); read once, at load.
+ */
+const enabled = process.env.CHAINLAKE_FSYNC !== "0";
+
+/** Flushes a file's bytes to the disk. */
+export async function fsyncFile(path: string): Promise<void> {
+	if (!enabled) return;
+	const fh = await open(path, "r");
+	try {
+		await fh.sync();
+	} finally {
+		await fh.close();
+	}
+}
+
+/** Flushes a folder's entries (a rename, a new file or folder in it) to the disk. */
+export async function fsyncDir(path: string): Promise<void> {
+	if (!enabled) return;
+	let fh: Awaited<ReturnType<typeof open>>;
+	try {
+		fh = await open(path, "r");
+	} catch (err) {
+		// Windows cannot open a folder; its file systems order metadata themselves.
+		if (process.platform === "win32") return;
+		throw err;
+	}
+	try {
+		await fh.sync();
+	} catch (err) {
+		// Some file systems (and Windows) refuse fsync on a folder handle.
+		const code = (err as NodeJS.ErrnoException).code;
+		if (code !== "EINVAL" && code !== "EPERM" && code !== "EISDIR") throw err;
+	} finally {
+		await fh.close();
+	}
+}
+
+/**
+ * Creates `dir` (and missing parents) and makes the new entries durable: each folder that
+ * gained an entry is synced. Nothing is synced when `dir` already existed.
+ */
+export async function mkdirDurably(dir: string): Promise<void> {
+	const first = await mkdir(dir, { recursive: true });
+	if (first === undefined || !enabled) return;
+	// `first` is the topmost folder created: sync its parent and each new folder above `dir`.
+	const top = dirname(first);
+	for (let d = dirname(dir); ; d = dirname(d)) {
+		await fsyncDir(d);
+		if (d === top || dirname(d) === d) break;
+	}
+}

@@ -1,0 +1,169 @@
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createFollower } from "../../src/follow/follower.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { parseChainId } from "../../src/util/chain.js";
+import { createMemoryLogger } from "../../src/util/logger.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload } from "../../src/workload/run.js";
+import { folderState } from "../crash/folder.js";
+import { backfillInto } from "../helpers/anvil-chain.js";
+import { runScript } from "../helpers/cli.js";
+import { datasetRows } from "../helpers/compare.js";
+import { nodeCall } from "../helpers/node-rpc.js";
+
+/**
+ * A full disk, for real: the data folder on a small tmpfs, filled up with a ballast file while
+ * the follower runs and before a backfill. The follower must say so once (naming the folder and
+ * its free space), back off instead of retrying at every poll, and carry on by itself once space
+ * is freed; the backfill must stop with that message, a non-zero exit and nothing half-written
+ * left, and resume when run again. Needs to mount a tmpfs (root, or CAP_SYS_ADMIN): skipped, with
+ * the reason, where the machine does not allow it.
+ */
+const CHAIN = 31337;
+const CHAIN_ID = `eip155-${CHAIN}`;
+const MOUNT = join(tmpdir(), `chainlake-tmpfs-${process.pid}`);
+mkdirSync(MOUNT, { recursive: true });
+const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", MOUNT], { encoding: "utf8" });
+const SKIP =
+	mounted.status === 0
+		? null
+		: `cannot mount a tmpfs at ${MOUNT} (needs root or CAP_SYS_ADMIN): ${(mounted.stderr || mounted.error?.message || "").trim()}`;
+if (SKIP) console.warn(`test/store/disk-full.test.ts skipped: ${SKIP}`);
+
+let anvil: AnvilInstance;
+let root: string;
+
+beforeAll(async () => {
+	if (SKIP) return;
+	anvil = await startAnvil({ chainId: CHAIN });
+	await runWorkload({ rpcUrl: anvil.url });
+	root = await mkdtemp(join(tmpdir(), "chainlake-disk-full-"));
+});
+afterAll(async () => {
+	await anvil?.stop();
+	if (root) await rm(root, { recursive: true, force: true });
+	if (!SKIP) spawnSync("umount", ["-l", MOUNT]);
+	rmSync(MOUNT, { recursive: true, force: true });
+});
+
+const BALLAST = join(MOUNT, "ballast");
+/** Fills the tmpfs, leaving `leave` bytes free. */
+function fill(leave = 0) {
+	const s = statfsSync(MOUNT);
+	writeFileSync(BALLAST, Buffer.alloc(Math.max(0, s.bavail * s.bsize - leave)));
+}
+const free = () => rmSync(BALLAST, { force: true });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** sha256 of every Parquet file of a chain folder, by path. */
+function parquetHashes(chainDir: string): Record<string, string> {
+	const out: Record<string, string> = {};
+	for (const e of readdirSync(chainDir, { recursive: true, withFileTypes: true })) {
+		if (!e.isFile() || !e.name.endsWith(".parquet")) continue;
+		const path = join(e.parentPath, e.name);
+		out[relative(chainDir, path)] = createHash("sha256").update(readFileSync(path)).digest("hex");
+	}
+	return out;
+}
+
+describe("a full disk", () => {
+	it("the follower logs it once with the folder and free space, backs off, and recovers by itself", async (ctx) => {
+		if (SKIP) return ctx.skip(SKIP);
+		const dataDir = join(MOUNT, "follow");
+		const logger = createMemoryLogger();
+		const follower = createFollower({
+			rpc: createRpcClient({ urls: [anvil.url], logger }),
+			chain: parseChainId(CHAIN_ID),
+			dataDir,
+			logger,
+			pollMs: 50,
+			finalityDepth: 3,
+			partitionSize: 4,
+		});
+		const head = async () => Number(await nodeCall(anvil.url, "eth_blockNumber"));
+		const stored = () => folderState(join(dataDir, CHAIN_ID)).storedHead;
+		const until = async (what: string, ok: () => Promise<boolean> | boolean, ms = 30_000) => {
+			const deadline = Date.now() + ms;
+			while (!(await ok())) {
+				if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${logger.lines.join("\n")}`);
+				await sleep(20);
+			}
+		};
+		follower.start();
+		try {
+			await until("the follower to catch up", async () => stored() === (await head()));
+			fill();
+			const faultsBefore = follower.stats.faults;
+			await nodeCall(anvil.url, "evm_mine");
+			// Attempts at about 0, 1 and 3 s (backoff 1 s, 2 s, 4 s...); without backoff, one every poll (50 ms).
+			await sleep(3500);
+			const attempts = follower.stats.faults - faultsBefore;
+			const said = logger.lines.filter((l) => l.includes("disk full"));
+			expect(said, logger.lines.join("\n")).toHaveLength(1);
+			expect(said[0]).toContain(`cannot write to ${dataDir}`);
+			expect(said[0]).toMatch(/\(\d+ KiB free of 16\.0 MiB\)/);
+			expect(attempts, logger.lines.join("\n")).toBeGreaterThanOrEqual(2);
+			expect(attempts, logger.lines.join("\n")).toBeLessThanOrEqual(4);
+			expect(follower.stats.lastFault?.message).toContain(`disk full in ${dataDir}`);
+			expect(stored()).toBeLessThan(await head());
+
+			free();
+			await nodeCall(anvil.url, "evm_mine");
+			await until("the follower to store the head again", async () => stored() === (await head()), 20_000);
+			// Said once the step that wrote returns (just after its manifest save).
+			const back = () => logger.lines.filter((l) => l.includes(`writing to ${dataDir} again`));
+			await until("the recovery to be logged", () => back().length > 0, 5_000);
+			expect(back()).toHaveLength(1);
+			expect(back()[0]).toMatch(/\(\d+\.\d MiB free of 16\.0 MiB\) after \d+ s and \d attempts on a full disk/);
+		} finally {
+			free();
+			await follower.stop();
+		}
+		// Nothing lost or doubled: every dataset equals a clean backfill of the same blocks.
+		const clean = join(root, "clean-follow");
+		await backfillInto(clean, anvil.url, CHAIN, { to: stored() });
+		const [followed, expected] = await Promise.all([datasetRows(dataDir, CHAIN), datasetRows(clean, CHAIN)]);
+		for (const d of Object.keys(expected)) expect(followed[d], d).toEqual(expected[d]);
+	});
+
+	it("the backfill stops with the folder and free space, exit 1, nothing half-written left; the same command resumes", async (ctx) => {
+		if (SKIP) return ctx.skip(SKIP);
+		const dataDir = join(MOUNT, "backfill");
+		const chainDir = join(dataDir, CHAIN_ID);
+		const args = (to: number, dir = dataDir) => [
+			...["--chain", CHAIN_ID, "--rpc", anvil.url, "--from", "0", "--to", String(to), "--data-dir", dir],
+			...["--partition-size", "3", "--traces", "parity"],
+		];
+		const first = await runScript("backfill.ts", args(8));
+		expect(first.code, first.stderr).toBe(0);
+		// Room for part of a chunk: some of its files are written before the disk is full.
+		fill(96 * 1024);
+		const full = await runScript("backfill.ts", args(20));
+		free();
+		expect(full.code, full.stderr).toBe(1);
+		// It had written part of the chunk: those files are gone again, not left for the next start.
+		expect(full.stderr).toMatch(/removed [1-9]\d* unlisted files of the chunk in progress/);
+		expect(full.stderr).toMatch(
+			new RegExp(`error \\[DISK_FULL\\]: no space left for ${chainDir} \\(\\d+ KiB free of 16\\.0 MiB\\)`),
+		);
+		const s = folderState(chainDir);
+		const unlisted = s.unlisted.filter((f) => !/^_[^/]*$/.test(f));
+		expect({ tmp: s.tmp, unlisted, missing: s.missing }).toEqual({ tmp: [], unlisted: [], missing: [] });
+		const staging = join(chainDir, "_staging");
+		expect(existsSync(staging) ? readdirSync(staging) : []).toEqual([]);
+		expect(s.storedHead).toBeLessThan(20);
+
+		const resumed = await runScript("backfill.ts", args(20));
+		expect(resumed.code, resumed.stderr).toBe(0);
+		const clean = join(root, "clean-backfill");
+		const r = await runScript("backfill.ts", args(20, clean));
+		expect(r.code, r.stderr).toBe(0);
+		expect(parquetHashes(chainDir)).toEqual(parquetHashes(join(clean, CHAIN_ID)));
+	});
+});

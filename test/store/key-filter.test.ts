@@ -1,0 +1,50 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { keccak256, toHex } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildKeyFilter, loadKeyFilter, saveKeyFilter } from "../../src/store/key-filter.js";
+
+/** Keys as the lake has them: addresses (low 20 bytes of a Keccak-256) and 32-byte hashes. */
+const hash = (i: number) => keccak256(toHex(`key ${i}`));
+const address = (i: number) => `0x${hash(i).slice(-40)}`;
+async function* batches(keys: string[]) {
+	for (let i = 0; i < keys.length; i += 1000) yield keys.slice(i, i + 1000);
+}
+
+let dir: string;
+beforeAll(async () => {
+	dir = await mkdtemp(join(tmpdir(), "chainlake-filter-"));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+describe("key filter", () => {
+	for (const [kind, make] of [
+		["addresses", address],
+		["hashes", hash],
+	] as const) {
+		it(`${kind}: never misses a key it holds; about 1% false positives`, async () => {
+			const inside = Array.from({ length: 20_000 }, (_, i) => make(i));
+			const { filter } = await buildKeyFilter(batches(inside), inside.length);
+			expect(inside.filter((k) => !filter.has(k))).toEqual([]);
+			// Upper case (checksummed) keys are the same keys.
+			expect(filter.has((inside[0] as string).toUpperCase().replace("0X", "0x"))).toBe(true);
+			const outside = Array.from({ length: 20_000 }, (_, i) => make(1_000_000 + i));
+			const rate = outside.filter((k) => filter.has(k)).length / outside.length;
+			expect(rate).toBeLessThan(0.02);
+			expect(filter.bytes).toBeLessThanOrEqual(Math.ceil((inside.length * 10) / 8) + 1);
+		});
+	}
+
+	it("round-trips through its file, and a damaged file is an error naming it", async () => {
+		const keys = Array.from({ length: 500 }, (_, i) => address(i));
+		const { data } = await buildKeyFilter(batches(keys), keys.length);
+		const path = join(dir, "run.parquet.filter");
+		await saveKeyFilter(path, data);
+		const loaded = await loadKeyFilter(path);
+		expect(keys.every((k) => loaded.has(k))).toBe(true);
+		expect(loaded.has(address(99_999))).toBe(false);
+		await writeFile(path, data.subarray(0, data.length - 3));
+		await expect(loadKeyFilter(path)).rejects.toThrow(/run\.parquet\.filter is not a chainlake key filter/);
+	});
+});

@@ -1,0 +1,203 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/api/app.js";
+import { createKeyring } from "../../src/api/keys.js";
+import { createFollower } from "../../src/follow/follower.js";
+import { createStore, type Store } from "../../src/query/store.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { INDEX_NAMES, INDEXES } from "../../src/store/indexes.js";
+import { filterPath, loadKeyFilter } from "../../src/store/key-filter.js";
+import { manifestPath, partitionPath } from "../../src/store/layout.js";
+import type { Manifest } from "../../src/store/manifest.js";
+import { FAN_IN } from "../../src/store/runs.js";
+import { parseChainId } from "../../src/util/chain.js";
+import { createMemoryLogger } from "../../src/util/logger.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload } from "../../src/workload/run.js";
+import { backfillInto, openViews } from "../helpers/anvil-chain.js";
+import { nodeCall, sendMined } from "../helpers/node-rpc.js";
+
+/**
+ * Merged index runs (src/store/runs.ts) on a real chain: the anvil workload plus a stretch of
+ * plain transfers, backfilled in 2-block chunks so that dozens of chunks settle and merge into
+ * runs of FAN_IN and FAN_IN² chunks. Every wallet page, transaction and block by hash must then
+ * answer exactly as from one unmerged chunk (the same chain backfilled in one partition) and as
+ * the plain dataset query; the same after a follower merges in the background and the chain
+ * reorganises above the runs.
+ */
+const CHAIN = 31337;
+const KEY = "k";
+let anvil: AnvilInstance;
+let root: string;
+let accounts: string[];
+const apps: { app: FastifyInstance; store: Store }[] = [];
+
+const rpc = (method: string, params: unknown[] = []) => nodeCall(anvil.url, method, params);
+const manifestOf = async (dir: string) =>
+	JSON.parse(await readFile(manifestPath(dir, `eip155-${CHAIN}`), "utf8")) as Manifest;
+
+async function serve(dataDir: string) {
+	const store = await createStore(dataDir);
+	const app = await buildApp({
+		store,
+		keyring: createKeyring({ path: join(root, "keys.json"), envKeys: [KEY] }),
+		dataDir,
+	});
+	apps.push({ app, store });
+	return (path: string) =>
+		app.inject({ url: `/eip155-${CHAIN}/v1${path}`, headers: { authorization: `Bearer ${KEY}` } });
+}
+type Get = Awaited<ReturnType<typeof serve>>;
+
+/** Every page of a list route, following next_offset: the ids in order. */
+async function allIds(get: Get, path: string): Promise<string[]> {
+	const ids: string[] = [];
+	for (let offset: string | undefined, pages = 0; pages < 200; pages++) {
+		const r = await get(`${path}${path.includes("?") ? "&" : "?"}limit=4${offset ? `&offset=${offset}` : ""}`);
+		expect(r.statusCode, r.body).toBe(200);
+		const body = r.json() as { items: { id: string }[]; range: { has_more: boolean; next_offset?: string } };
+		ids.push(...body.items.map((i) => i.id));
+		if (!body.range.has_more) return ids;
+		offset = body.range.next_offset;
+	}
+	throw new Error(`more than 200 pages of ${path}`);
+}
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	await runWorkload({ rpcUrl: anvil.url });
+	accounts = (await rpc("eth_accounts")) as string[];
+	// Transfers between a few wallets over many blocks, and empty blocks: chunks settle and merge.
+	for (let i = 0; i < 60; i++)
+		await sendMined(anvil.url, { from: accounts[i % 4] as string, to: accounts[(i + 1) % 5] as string, value: "0x7" });
+	await rpc("anvil_mine", ["0x46"]);
+	root = await mkdtemp(join(tmpdir(), "chainlake-runs-"));
+	await backfillInto(join(root, "merged"), anvil.url, CHAIN, { partitionSize: 2, traces: "parity" });
+	await backfillInto(join(root, "whole"), anvil.url, CHAIN, { partitionSize: 100_000, traces: "parity" });
+}, 240_000);
+
+afterAll(async () => {
+	for (const { app, store } of apps) {
+		await app.close();
+		store.close();
+	}
+	await anvil?.stop();
+	await rm(root, { recursive: true, force: true });
+});
+
+describe("merged index runs", () => {
+	it("the backfill merges settled chunks into runs of growing size, each with its filter", async () => {
+		const dir = join(root, "merged");
+		const m = await manifestOf(dir);
+		for (const index of INDEX_NAMES) {
+			const runs = (m.runs ?? []).filter((r) => r.index === index);
+			expect(runs.map((r) => r.chunks)).toContain(FAN_IN * FAN_IN);
+			for (const r of runs) {
+				const path = partitionPath(dir, m.chain, index, r);
+				expect(existsSync(path), path).toBe(true);
+				// Every key of the run passes its filter (no false negative).
+				const filter = await loadKeyFilter(filterPath(path));
+				const views = await openViews(dir, CHAIN);
+				try {
+					const keys = await views.rows(`SELECT DISTINCT ${INDEXES[index].key} AS k FROM read_parquet('${path}')`);
+					expect(keys.length).toBe(r.keys);
+					expect(keys.filter((k) => !filter.has(String(k.k)))).toEqual([]);
+				} finally {
+					views.close();
+				}
+				// The chunks it covers no longer list the index: their rows are the run's only.
+				const covered = m.chunks.filter((c) => c.from >= r.from && c.to <= r.to);
+				expect(covered.length).toBe(r.chunks);
+				expect(covered.filter((c) => c.indexes?.includes(index))).toEqual([]);
+			}
+		}
+	});
+
+	it("answers every wallet page, transaction and block by hash as one unmerged chunk and the plain query do", async () => {
+		const merged = await serve(join(root, "merged"));
+		const whole = await serve(join(root, "whole"));
+		const views = await openViews(join(root, "whole"), CHAIN);
+		try {
+			const wallets = (
+				await views.rows(
+					"SELECT DISTINCT a FROM (SELECT sender AS a FROM transfers UNION SELECT recipient FROM transfers) WHERE a IS NOT NULL ORDER BY a",
+				)
+			).map((r) => String(r.a));
+			expect(wallets.length).toBeGreaterThan(5);
+			for (const a of wallets) {
+				for (const order of ["desc", "asc"]) {
+					const path = `/address/${a}/transfers?asset_type=native,ft,nft&order=${order}`;
+					const got = await allIds(merged, path);
+					expect(got, path).toEqual(await allIds(whole, path));
+					const plain = await views.rows(
+						`SELECT id FROM transfers WHERE sender = '${a}' OR recipient = '${a}' ORDER BY id ${order}`,
+					);
+					expect(got, path).toEqual(plain.map((r) => r.id));
+				}
+				const txs = `/address/${a}/txs`;
+				expect(await allIds(merged, txs), txs).toEqual(await allIds(whole, txs));
+			}
+			const txs = await views.rows("SELECT transaction_hash AS h FROM transactions");
+			for (const { h } of txs) {
+				const [m, w] = await Promise.all([merged(`/txs/${h}`), whole(`/txs/${h}`)]);
+				expect(m.statusCode, String(h)).toBe(200);
+				expect(m.json()).toEqual(w.json());
+			}
+			const blocks = await views.rows("SELECT hash AS h FROM blocks");
+			for (const { h } of blocks) {
+				const [m, w] = await Promise.all([merged(`/blocks/${h}`), whole(`/blocks/${h}`)]);
+				expect(m.statusCode, String(h)).toBe(200);
+				expect(m.json()).toEqual(w.json());
+			}
+			const missing = `0x${"ab".repeat(32)}`;
+			expect((await merged(`/txs/${missing}`)).statusCode).toBe(404);
+			expect((await merged(`/blocks/${missing}`)).statusCode).toBe(404);
+		} finally {
+			views.close();
+		}
+	}, 240_000);
+
+	it("a follower merges in the background, and a reorg above the runs leaves every answer right", async () => {
+		const dir = join(root, "followed");
+		const logger = createMemoryLogger();
+		const follower = createFollower({
+			rpc: createRpcClient({ urls: [anvil.url], logger }),
+			chain: parseChainId(`eip155-${CHAIN}`),
+			dataDir: dir,
+			logger,
+			traces: "parity",
+			finalityDepth: 3,
+			partitionSize: 2,
+		});
+		try {
+			for (let i = 0; i < 5; i++) {
+				await follower.step();
+				await follower.merges();
+			}
+			expect(((await manifestOf(dir)).runs ?? []).length).toBeGreaterThan(INDEX_NAMES.length);
+			const only = `0x${"e1".repeat(20)}`;
+			await sendMined(anvil.url, { from: accounts[2] as string, to: only, value: "0x99" });
+			await follower.step();
+			await rpc("anvil_reorg", [2, []]);
+			const events = await follower.step();
+			expect(events.some((e) => e.type === "reorg")).toBe(true);
+			await follower.merges();
+
+			const fresh = join(root, "fresh");
+			await backfillInto(fresh, anvil.url, CHAIN, { partitionSize: 100_000, traces: "parity" });
+			const [followed, clean] = [await serve(dir), await serve(fresh)];
+			for (const a of [...accounts.slice(0, 5), only]) {
+				const path = `/address/${a}/transfers?asset_type=native,ft,nft`;
+				expect(await allIds(followed, path), path).toEqual(await allIds(clean, path));
+			}
+			const latest = (await clean("/blocks/latest")).json() as { hash: string };
+			expect((await followed(`/blocks/${latest.hash}`)).json()).toEqual((await clean(`/blocks/${latest.hash}`)).json());
+		} finally {
+			await follower.stop();
+		}
+	}, 240_000);
+});
