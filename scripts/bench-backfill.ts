@@ -1,5 +1,5 @@
 /**
- * Backfill speed on the anvil workload: `npm run bench:backfill [-- --blocks 300 --txs 20]`.
+ * Backfill speed on the anvil workload: `npm run bench:backfill [-- --blocks 300 --txs 20 --partition-size 1000]`.
  * Starts anvil, runs the Solidity workload plus `--blocks` blocks of mixed activity, backfills
  * everything into a temp folder, and prints blocks/s, rows/s and bytes per row of each dataset.
  */
@@ -20,7 +20,12 @@ import { startAnvil } from "../src/workload/anvil.js";
 import { runWorkload } from "../src/workload/run.js";
 
 const { values } = parseArgs({
-	options: { blocks: { type: "string", default: "300" }, txs: { type: "string", default: "20" } },
+	options: {
+		blocks: { type: "string", default: "300" },
+		txs: { type: "string", default: "20" },
+		// Blocks per file: small values make many small chunks (as the follower's head files are).
+		"partition-size": { type: "string", default: "1000" },
+	},
 });
 const anvil = await startAnvil({ chainId: 31337 });
 const dir = await mkdtemp(join(tmpdir(), "chainlake-bench-"));
@@ -39,13 +44,18 @@ try {
 		dataDir: dir,
 		logger,
 	});
-	const s = await backfill.run({ from: 0, to: "latest", traces: "parity" });
+	const s = await backfill.run({
+		from: 0,
+		to: "latest",
+		traces: "parity",
+		partitionSize: Number(values["partition-size"]),
+	});
 	const totalRows = Object.values(s.rows).reduce((a, b) => a + b, 0);
 	console.log(
 		`anvil workload: ${s.blocks} blocks, ${work.txs.length + activity.txs} txs (${values.txs}/block of activity), traces ${s.traceFormat}`,
 	);
 	console.log(
-		`backfill: ${s.seconds.toFixed(2)} s, ${(s.blocks / s.seconds).toFixed(1)} blocks/s, ${(totalRows / s.seconds).toFixed(0)} rows/s`,
+		`backfill: ${s.chunks} chunks, ${s.seconds.toFixed(2)} s, ${(s.blocks / s.seconds).toFixed(1)} blocks/s, ${(totalRows / s.seconds).toFixed(0)} rows/s`,
 	);
 	console.log("| dataset | rows | bytes | bytes/row |\n|---|---:|---:|---:|");
 	for (const d of DATASETS) {

@@ -25,7 +25,7 @@ import { measureBackfillOverhead } from "./bench/backfill-overhead.js";
 import { benchCases } from "./bench/cases.js";
 import { fmt, type Latency, timeCalls } from "./bench/measure.js";
 import { PG_TABLES, startPostgres } from "./bench/postgres.js";
-import { startService } from "./bench/server.js";
+import { assertPortFree, startService } from "./bench/server.js";
 import { runLoad } from "./load/load.js";
 import { mixedPaths } from "./load/requests.js";
 
@@ -144,6 +144,7 @@ try {
 // 4. PostgreSQL.
 const pgLatency: Record<string, Latency> = {};
 if (!values["no-postgres"]) {
+	await assertPortFree(Number(values.port) + 1, "PostgreSQL, the service's port + 1");
 	const pgServer = await startPostgres(Number(values.port) + 1);
 	try {
 		const loaded = await pgServer.load(dataDir, chain.id);

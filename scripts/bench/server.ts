@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 
 /**
  * The service as users run it: `scripts/serve.ts` in its own Node process (so its memory is
@@ -13,7 +14,18 @@ export interface ServiceProcess {
 	stop(): Promise<void>;
 }
 
+/** Fails unless nothing listens on `port` (so what answers there later is ours). */
+export async function assertPortFree(port: number, what: string): Promise<void> {
+	const taken = await new Promise<boolean>((resolve) => {
+		const probe = createServer();
+		probe.once("error", () => resolve(true));
+		probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(false)));
+	});
+	if (taken) throw new Error(`port ${port} (${what}) is taken by another process: pass another --port`);
+}
+
 export async function startService(dataDir: string, port: number, key: string): Promise<ServiceProcess> {
+	await assertPortFree(port, "the service");
 	const child: ChildProcess = spawn(
 		process.execPath,
 		// The heap cap of `npm run serve` (package.json): see README's "Memory".
@@ -43,6 +55,13 @@ export async function startService(dataDir: string, port: number, key: string): 
 		} catch {}
 		if (i > 300) throw new Error(`service did not start: ${stderr}`);
 		await new Promise((r) => setTimeout(r, 100));
+	}
+	// Ours takes our key: a server of another process (one that took the port meanwhile) would not.
+	const own = await fetch(`${base}/openapi.json`);
+	const chains = await fetch(`${base}/eip155-1/v1/blocks/latest`, { headers: { authorization: `Bearer ${key}` } });
+	if (!own.ok || chains.status === 401 || child.exitCode != null) {
+		child.kill("SIGTERM");
+		throw new Error(`the server on port ${port} is not the one this bench started (status ${chains.status})`);
 	}
 	const pid = child.pid as number;
 	return {

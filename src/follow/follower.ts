@@ -44,6 +44,8 @@ const MAX_BLOCKS_PER_STEP = 200;
 export const DEFAULT_DELETE_GRACE_MS = 30_000;
 /** The longest wait between polls while the data folder's disk is full. */
 export const DISK_FULL_MAX_BACKOFF_MS = 30_000;
+/** After a failed index merge, the next attempt waits this long. */
+const MERGE_RETRY_MS = 60_000;
 /** One-block final files merged at a time before their partition is complete. */
 const COMPACT_RUN = 32;
 
@@ -190,13 +192,15 @@ export function createFollower(opts: FollowerOptions) {
 		return p;
 	};
 	let merging: Promise<void> | null = null;
+	let mergeRetryAt = 0;
 	/**
 	 * Merges settled chunks' index files into runs (runs.ts) with a DuckDB of its own, while the
 	 * loop goes on following the head: a merge high in the tiers rewrites a lot, and head lag must
 	 * not wait for it. Only the commit takes turns with the steps.
 	 */
 	function mergeInBackground(s: NonNullable<typeof state>) {
-		if (merging || stopping || !INDEX_NAMES.some((i) => planMerge(dataDir, s.manifest, i))) return;
+		if (merging || stopping || Date.now() < mergeRetryAt) return;
+		if (!INDEX_NAMES.some((i) => planMerge(dataDir, s.manifest, i))) return;
 		merging = (async () => {
 			const writer = await createParquetWriter();
 			try {
@@ -213,9 +217,13 @@ export function createFollower(opts: FollowerOptions) {
 				writer.close();
 			}
 		})()
-			.catch((err: unknown) =>
-				logger.warn(`index merge on ${chain.id} failed, retried later: ${(err as Error).message}`),
-			)
+			.catch((err: unknown) => {
+				// Not at every poll: a full disk or a damaged input would fail the same way.
+				mergeRetryAt = Date.now() + MERGE_RETRY_MS;
+				logger.warn(
+					`index merge on ${chain.id} failed, retried in ${MERGE_RETRY_MS / 1000} s: ${(err as Error).message}`,
+				);
+			})
 			.finally(() => {
 				merging = null;
 			});

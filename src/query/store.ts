@@ -1,4 +1,5 @@
 import { existsSync, statSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { relative } from "node:path";
 import {
 	type DuckDBConnection,
@@ -48,6 +49,12 @@ export interface StoreOptions {
 	 * total. Time spent waiting for a free connection does not count.
 	 */
 	queryTimeoutMs?: number;
+	/**
+	 * How often (at most) `damage()` checks again that the files found whole are still there at
+	 * the size they had (default 60 000 ms; 0: at every call). Between checks a file deleted or cut
+	 * short shows when a query reads it.
+	 */
+	damageRecheckMs?: number;
 }
 
 export interface Store {
@@ -163,29 +170,45 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		return manifest;
 	};
 
-	// Listed files found whole, and found missing or damaged (with what is wrong), by chain and path.
-	// A file is checked when a manifest first lists it (parquetShape: no DuckDB, a few bytes read;
-	// names are never reused, so once is enough) and again when a query reading it fails.
-	const health = new Map<string, { whole: Set<string>; damaged: Map<string, string> }>();
+	// Listed files found whole (with their size), and found missing or damaged (with what is
+	// wrong), by chain and path. A file is checked when a manifest first lists it (parquetShape: no
+	// DuckDB, a few bytes read; names are never reused, so once is enough), again when a query
+	// reading it fails, and by size now and then for /readyz (damage()). Requests only look up
+	// the damaged ones.
+	const recheckMs = options.damageRecheckMs ?? 60_000;
+	type Health = {
+		whole: Map<string, number>;
+		damaged: Map<string, string>;
+		recheckedAt: number;
+		rechecking?: Promise<void>;
+	};
+	const health = new Map<string, Health>();
 	const healthOf = (chain: string) => {
 		let h = health.get(chain);
 		if (!h) {
-			h = { whole: new Set(), damaged: new Map() };
+			h = { whole: new Map(), damaged: new Map(), recheckedAt: Date.now() };
 			health.set(chain, h);
 		}
 		return h;
 	};
-	const checkPaths = async (h: ReturnType<typeof healthOf>, paths: readonly string[]) => {
-		for (let i = 0; i < paths.length; i += 32) {
+	/** Checks `paths` (a few at a time, leaving the thread pool to others); `bySize`: a file found
+	 * whole before is read again only if its size changed. */
+	const checkPaths = async (h: Health, paths: readonly string[], bySize = false) => {
+		for (let i = 0; i < paths.length; i += 16) {
 			await Promise.all(
-				paths.slice(i, i + 32).map(async (p) => {
-					const problem = await parquetShape(p);
+				paths.slice(i, i + 16).map(async (p) => {
+					const size = await stat(p).then(
+						(st) => st.size,
+						() => -1,
+					);
+					if (bySize && size === h.whole.get(p)) return;
+					const problem = size < 0 ? "missing" : await parquetShape(p);
 					if (problem) {
 						h.whole.delete(p);
 						h.damaged.set(p, problem);
 					} else {
 						h.damaged.delete(p);
-						h.whole.add(p);
+						h.whole.set(p, size);
 					}
 				}),
 			);
@@ -198,7 +221,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 			const h = healthOf(chain);
 			const listed = listedPaths(dataDir, manifest);
 			// Files no longer listed are forgotten, so the sets do not grow with a follower's chain.
-			for (const f of h.whole) if (!listed.has(f)) h.whole.delete(f);
+			for (const f of h.whole.keys()) if (!listed.has(f)) h.whole.delete(f);
 			for (const f of h.damaged.keys()) if (!listed.has(f)) h.damaged.delete(f);
 			p = checkPaths(
 				h,
@@ -228,9 +251,10 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	 * them, else null. A file DuckDB names that still looks whole has a damaged page.
 	 */
 	const damageBehind = async (chain: string, files: string[], err: unknown) => {
-		const message = String((err as Error)?.message ?? "");
-		const named = files.filter((f) => message.includes(f));
-		if (named.length === 0 && !isFileError(err)) return null;
+		// The first line only: the rest quotes the statement, which names every file it reads.
+		const first = String((err as Error)?.message ?? "").split("\n")[0] ?? "";
+		const named = /^(IO|Invalid Input) Error/.test(first) ? files.filter((f) => first.includes(f)) : [];
+		if (named.length === 0 && !isFileError(first)) return null;
 		const h = healthOf(chain);
 		await checkPaths(h, named.length > 0 ? named : files);
 		for (const f of named) {
@@ -406,7 +430,25 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		async damage(chain) {
 			const manifest = manifestOf(chain);
 			if (!manifest) return [];
-			await sweep(chain, manifest);
+			const h = healthOf(chain);
+			const swept = sweep(chain, manifest);
+			if (!h.rechecking && Date.now() - h.recheckedAt >= recheckMs) {
+				const done = swept.then(() => checkPaths(h, [...h.whole.keys()], true)).catch(() => {});
+				h.rechecking = done.finally(() => {
+					h.recheckedAt = Date.now();
+					h.rechecking = undefined;
+				});
+			}
+			// What is known after at most half a second: the first check of a large folder's files
+			// goes on in the background, and probes must answer quickly.
+			let timer: NodeJS.Timeout | undefined;
+			await Promise.race([
+				Promise.all([swept, h.rechecking]),
+				new Promise((r) => {
+					timer = setTimeout(r, 500);
+				}),
+			]);
+			clearTimeout(timer);
 			return damagedFiles(chain, listedPaths(dataDir, manifest));
 		},
 		manifestProblem: (chain) => manifestState(chain).problem,

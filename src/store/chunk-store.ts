@@ -12,7 +12,6 @@ import {
 	chunkFiles,
 	GHOST_DATASET,
 	type GhostEntry,
-	hasFiles,
 	type Manifest,
 	nextGeneration,
 	saveManifest,
@@ -71,9 +70,8 @@ export async function deriveIndexes(
 	/** Only these (the others the chunk has, or a merged run holds); default all its datasets have. */
 	only: IndexName[] = indexesFor(entry.datasets),
 ) {
-	entry.indexes = [...new Set([...(entry.indexes ?? []), ...only])].filter((i) =>
-		indexesFor(entry.datasets).includes(i),
-	);
+	const has = new Set([...(entry.indexes ?? []), ...only]);
+	entry.indexes = indexesFor(entry.datasets).filter((i) => has.has(i));
 	for (const i of only) {
 		const source = partitionPath(dataDir, chain, INDEXES[i].source, entry);
 		await writer.derive(i, source, partitionPath(dataDir, chain, i, entry));

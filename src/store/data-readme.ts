@@ -1,6 +1,8 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
 import { INDEX_NAMES, INDEXES } from "./indexes.js";
-import { INDEX_ROW_GROUP_SIZE, PARQUET_OPTIONS } from "./parquet-writer.js";
+import { BITS_PER_KEY } from "./key-filter.js";
+import { PARQUET_OPTIONS } from "./parquet-writer.js";
+import { FAN_IN } from "./runs.js";
 import { SCHEMAS, SORT_KEY } from "./schema.js";
 
 const INTRO = `# data/
@@ -12,16 +14,21 @@ except this README is ignored by git.
 ## Layout
 
 \`\`\`
-data/<chain>/<dataset>/<dataset>_<from>_<to>_<tag>.parquet   one file per dataset and block range
+data/<chain>/<dataset>/<dataset>_<from>_<to>_g<gen>.parquet  one file per dataset and block range
 data/<chain>/_manifest.json                             the ranges written (the checkpoint)
+data/<chain>/_manifest.prev.json                        the previous generation (npm run verify)
 data/<chain>/views.sql                                  DuckDB views, written by npm run sql
 \`\`\`
 
 - \`<chain>\` is \`eip155-<chain number>\`, e.g. \`eip155-1\`.
 - \`<from>\` and \`<to>\` are the first and last block of the range, zero-padded to 12 digits, so
-  file names sort in chain order; \`<tag>\` is 8 hex digits of the range's last block hash, so
-  a range rewritten after a reorg gets a new file name instead of overwriting one in use. Ranges are cut at multiples of \`--partition-size\` (1,000
-  blocks by default), so the same range always yields the same files.
+  file names sort in chain order; \`<gen>\` is the manifest generation (its \`generation\`, one
+  more at every save) that first listed the file, so a name is never used twice: a range
+  rewritten after a reorg, a compaction or a reorg back to a block seen before gets a new name
+  and never overwrites a file a reader may have open. (Folders written before generations have
+  \`_<tag>\` there, 8 hex digits of the range's last block hash, and keep it.) Ranges are cut at
+  multiples of \`--partition-size\` (1,000 blocks by default), so the same range always yields
+  the same files.
 - Each file is written under a temporary name and renamed when complete: a reader never sees
   half a file. A range is listed in \`_manifest.json\` only once all its files are in place;
   files the manifest does not list (left by a crash) are deleted by the next backfill, which
@@ -88,19 +95,27 @@ export function dataReadme(): string {
 		const traceNote = TRACE_DATASETS.includes(d) ? " Needs traces." : "";
 		return `### ${d}\n\nSorted by \`${SORT_KEY[d]}\`.${traceNote}\n\n| column | type | meaning |\n|---|---|---|\n${rows.join("\n")}\n`;
 	});
-	const indexes = INDEX_NAMES.map(
-		(i) => `- \`${i}\`: ${INDEXES[i].doc}; the columns of \`${INDEXES[i].source}\` plus \`address\`.`,
-	);
-	const indexSection = `## Index files
+	const indexes = INDEX_NAMES.map((i) => {
+		const extra = INDEXES[i].key in SCHEMAS[INDEXES[i].source] ? "" : ` plus \`${INDEXES[i].key}\``;
+		return `- \`${i}\`: ${INDEXES[i].doc}; the columns of \`${INDEXES[i].source}\`${extra}; row groups of ${INDEXES[i].rowGroupSize.toLocaleString("en-US")} rows.`;
+	});
+	const indexSection = `## Index files and merged runs
 
 Per chunk, next to the datasets and listed in the manifest's \`indexes\`, written by the
 backfill, the follower and \`npm run reindex\` (for chunks written before they existed):
 
 ${indexes.join("\n")}
 
-Being sorted by address, their row groups (${INDEX_ROW_GROUP_SIZE.toLocaleString("en-US")} rows) have narrow min/max
-statistics on \`address\`, so a reader filtering on one address reads one or a few row groups.
-They are plain Parquet like the datasets and hold nothing the datasets do not.
+Being sorted by their key (address or hash), their row groups have narrow min/max statistics on
+it, so a reader filtering on one address or hash reads one or a few row groups. Once a chunk is
+settled (final, and a whole partition), its index files are merged with their neighbours' into
+runs of ${FAN_IN}, ${FAN_IN ** 2}, ${FAN_IN ** 3}, ... chunks (the manifest's \`runs\`; the file name's block range is
+the run's), each with a key filter beside it (\`<run>.parquet.filter\`: a Bloom filter of its
+keys, ${BITS_PER_KEY} bits a key, so a wallet or hash opens only the runs it can be in). A chunk a run
+covers no longer lists the index: its rows are the run's. Index files and runs are plain Parquet
+like the datasets and hold nothing the datasets do not; to read an index offline, read the runs
+plus the files of the chunks that still list it (\`npm run sql\` does not need them: its views
+are the datasets).
 `;
 	return `${INTRO}\n${indexSection}\n${sections.join("\n")}`;
 }

@@ -92,12 +92,33 @@ export async function loadManifest(dataDir: string, chain: string, chainNumber: 
 }
 
 /** Writes the manifest to a temporary name, syncs it and renames it: readers see the old or the new, whole. */
+/** The manifest's fields in one fixed order, whatever order a reader parsed them in: two runs
+ * that reach the same state write the same bytes. Fields this code does not know come last. */
+const KEY_ORDER = [
+	"version",
+	"chain",
+	"chain_number",
+	"generation",
+	"partition_size",
+	"final_through",
+	"chunks",
+	"runs",
+	"ghosts",
+] as const;
+function inKeyOrder(m: Manifest): Manifest {
+	const known = new Set<string>(KEY_ORDER);
+	const out: Record<string, unknown> = {};
+	for (const k of KEY_ORDER) if ((m as unknown as Record<string, unknown>)[k] !== undefined) out[k] = m[k];
+	for (const [k, v] of Object.entries(m)) if (!known.has(k)) out[k] = v;
+	return out as unknown as Manifest;
+}
+
 export async function saveManifest(dataDir: string, m: Manifest): Promise<void> {
 	const path = manifestPath(dataDir, m.chain);
 	await mkdir(dirname(path), { recursive: true });
 	m.chunks.sort((a, b) => a.from - b.from);
 	const generation = nextGeneration(m);
-	await writeFile(`${path}.tmp`, `${JSON.stringify({ ...m, generation }, null, 1)}\n`);
+	await writeFile(`${path}.tmp`, `${JSON.stringify(inKeyOrder({ ...m, generation }), null, 1)}\n`);
 	// Durable before it is in place, and in place (its folder synced) before the caller goes on to
 	// delete what it replaced; the files it lists were synced when written (parquet-writer.ts).
 	await fsyncFile(`${path}.tmp`);

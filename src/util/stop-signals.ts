@@ -1,9 +1,9 @@
 /**
  * SIGTERM and SIGINT in the CLIs: the first asks for a clean stop (`stop`, which ends the process
  * itself once done); a second one exits at once, like a crash, which the next start cleans up
- * after (start-up cleanup and the lock's take-over of a dead owner). Repeats within
- * REPEAT_WINDOW_MS of the first are the same request: Ctrl-C under `npm run` delivers SIGINT
- * twice, once from the terminal to the whole process group and once forwarded by npm.
+ * after (start-up cleanup; the lock dies with its process). Repeats within REPEAT_WINDOW_MS of
+ * the first are taken as the same request: a terminal's Ctrl-C reaches the whole process group,
+ * and a wrapper in it (npm forwards SIGINT and SIGTERM to its script) may pass it on once more.
  */
 export type StopSignal = "SIGINT" | "SIGTERM";
 

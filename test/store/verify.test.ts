@@ -1,4 +1,15 @@
-import { copyFileSync, existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import {
+	closeSync,
+	copyFileSync,
+	existsSync,
+	openSync,
+	readFileSync,
+	rmSync,
+	statSync,
+	truncateSync,
+	writeFileSync,
+	writeSync,
+} from "node:fs";
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,7 +53,8 @@ const chunkAt = (dir: string, from: number) => manifestOf(dir).chunks.find((c) =
 const fileOf = (dir: string, dataset: string, c: ChunkEntry) =>
 	join(dir, CHAIN_ID, dataset, partitionFileName(dataset, c));
 /** Files a manifest lists in its chunks: datasets and indexes. */
-const filesOf = (dir: string) => manifestOf(dir).chunks.reduce((n, c) => n + c.datasets.length + (c.indexes?.length ?? 0), 0);
+const filesOf = (dir: string) =>
+	manifestOf(dir).chunks.reduce((n, c) => n + c.datasets.length + (c.indexes?.length ?? 0), 0);
 const rel = (dataset: string, c: ChunkEntry) => `${CHAIN_ID}/${dataset}/${partitionFileName(dataset, c)}`;
 /** A copy of the clean folder to damage. */
 async function copyOfClean(name: string): Promise<string> {
@@ -69,7 +81,9 @@ describe("npm run verify and the backfill's repair", () => {
 	it("passes a whole folder", async () => {
 		const r = await verify(clean);
 		expect(r.code, r.stdout + r.stderr).toBe(0);
-		expect(r.stdout).toContain(`${CHAIN_ID}: 6 ranges, ${filesOf(clean)} files: every file reads and holds the rows recorded`);
+		expect(r.stdout).toContain(
+			`${CHAIN_ID}: 6 ranges, ${filesOf(clean)} files: every file reads and holds the rows recorded`,
+		);
 	});
 
 	it("names a truncated and a deleted file with their blocks and the repair; the backfill over the range repairs them", async () => {
@@ -124,6 +138,31 @@ describe("npm run verify and the backfill's repair", () => {
 		);
 		const report = await verifyChain(dir, CHAIN_ID);
 		expect(report.problems.map((p) => p.file)).toEqual([rel("transactions", y)]);
+
+		// Bytes in the middle of its column data overwritten, footer intact: only the full read (the default) notices.
+		copyFileSync(fileOf(clean, "transactions", y), fileOf(dir, "transactions", y));
+		// The dataset file with the most column data.
+		const dataEnd = (f: string) => {
+			const bytes = readFileSync(f);
+			return bytes.length - 8 - bytes.readUInt32LE(bytes.length - 8);
+		};
+		const [d, c] = m.chunks
+			.flatMap((c) => c.datasets.map((d) => [d, c] as const))
+			.reduce((best, next) =>
+				dataEnd(fileOf(dir, next[0], next[1])) > dataEnd(fileOf(dir, best[0], best[1])) ? next : best,
+			);
+		const target = fileOf(dir, d, c);
+		expect(dataEnd(target)).toBeGreaterThan(1000);
+		const fd = openSync(target, "r+");
+		writeSync(fd, Buffer.alloc(64, 0xff), 0, 64, Math.floor(dataEnd(target) / 2));
+		closeSync(fd);
+		const quick = await verify(dir, "--quick");
+		expect(quick.code, quick.stdout + quick.stderr).toBe(0);
+		const full = await verify(dir);
+		expect(full.code).toBe(1);
+		expect(full.stdout).toContain(`${rel(d, c)} (blocks ${c.from}..${c.to}): unreadable (`);
+		const line = full.stdout.split("\n").find((l) => l.includes(rel(d, c)));
+		expect(line).not.toContain(dir); // DuckDB's words, without the path
 	});
 
 	it("is a usage error (exit 2) on a folder without chains or an unknown chain", async () => {

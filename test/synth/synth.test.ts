@@ -139,9 +139,11 @@ describe("writeSynthChain", () => {
 		expect(per("logs", "transactions")).toBeCloseTo(3, 0);
 		expect(per("transfers", "transactions")).toBeGreaterThan(4.5);
 		expect(per("transfers", "transactions")).toBeLessThan(5.5);
-		// Nothing but the listed files (and the manifest) in the chain folder.
+		// Nothing but the listed files (and the manifest, and its previous generation) in the chain folder.
 		const files = [...snapshotFiles(chainFolder(dir)).keys()].sort();
-		expect(files).toEqual(["_manifest.json", ...listed().map((f) => relative(chainFolder(dir), f.path))].sort());
+		expect(files).toEqual(
+			["_manifest.json", "_manifest.prev.json", ...listed().map((f) => relative(chainFolder(dir), f.path))].sort(),
+		);
 	});
 
 	it("writes every file with the columns and DuckDB types of src/store/schema.ts", async () => {
@@ -312,7 +314,8 @@ describe("writeSynthChain", () => {
 		const strip = (m: Map<string, { sha: string }>) => new Map([...m].map(([k, v]) => [k, v.sha]));
 		const a = strip(snapshotFiles(chainFolder(dir)));
 		const b = strip(snapshotFiles(chainFolder(other)));
-		expect(a.size).toBe(1 + 3 * (DATASETS.length + INDEX_NAMES.length));
+		// The manifest and its previous generation, and the files of 3 chunks.
+		expect(a.size).toBe(2 + 3 * (DATASETS.length + INDEX_NAMES.length));
 		expect(b).toEqual(a);
 	});
 });
