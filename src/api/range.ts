@@ -1,3 +1,4 @@
+import { findBlockByHash } from "../query/blocks.js";
 import type { Snapshot } from "../query/store.js";
 import { ApiError, badRequest, notFound } from "./errors.js";
 import type { ListQuery } from "./params.js";
@@ -80,9 +81,8 @@ export async function resolveRange(
 		return { start: Number(row.first), end: Number(row.last) };
 	}
 	if (hash) {
-		const [row] = await db.query("SELECT number FROM {blocks} WHERE hash = $hash", {
-			hash: q.block_hash as string,
-		});
+		// Through the block hash index (one small row group) where the chunks have it.
+		const row = await findBlockByHash(db, q.block_hash as string);
 		if (!row) throw notFound("BLOCK_NOT_FOUND", `no block with hash ${q.block_hash} on ${db.chain}`);
 		return { start: Number(row.number), end: Number(row.number) };
 	}

@@ -28,7 +28,10 @@ export function latestBlock(db: Snapshot): Promise<Row | undefined> {
 }
 
 export async function findBlockByNumber(db: Snapshot, number: number): Promise<Row | undefined> {
-	const [row] = await db.query(`SELECT ${BLOCK_COLUMNS} FROM {blocks} WHERE number = $number`, { number });
+	const [row] = await db.query(`SELECT ${BLOCK_COLUMNS} FROM {blocks} WHERE number = $number`, { number }, [
+		number,
+		number,
+	]);
 	return row;
 }
 

@@ -42,7 +42,8 @@ export async function findTransaction(db: Snapshot, hash: string): Promise<Row |
 export async function logsOfTransactions(db: Snapshot, txs: Row[]): Promise<Row[]> {
 	if (txs.length === 0) return [];
 	const numbers = txs.map((t) => Number(t.block_number));
-	const params: Record<string, string | number> = { start: Math.min(...numbers), end: Math.max(...numbers) };
+	const window: [number, number] = [Math.min(...numbers), Math.max(...numbers)];
+	const params: Record<string, string | number> = { start: window[0], end: window[1] };
 	txs.forEach((t, i) => {
 		params[`h${i}`] = t.transaction_hash as string;
 	});
@@ -50,6 +51,8 @@ export async function logsOfTransactions(db: Snapshot, txs: Row[]): Promise<Row[
 	return db.query(
 		`SELECT ${LOG_COLUMNS} FROM {logs} WHERE block_number BETWEEN $start AND $end AND transaction_hash IN (${list}) ORDER BY id`,
 		params,
+		// Only the files of those blocks: a chain in many chunks must not open every logs file.
+		window,
 	);
 }
 

@@ -114,7 +114,7 @@ describe("backfill CLI: bad input gets a clear message, a non-zero exit and no f
 			const files = parquetFiles(join(dir, "eip155-31337"));
 			expect(files.some((f) => f.startsWith("traces"))).toBe(false);
 			expect(files.some((f) => f.startsWith("contract_creations"))).toBe(false);
-			expect(files.filter((f) => f.startsWith("blocks_0"))).toHaveLength(1);
+			expect(files.filter((f) => f.startsWith("blocks/"))).toHaveLength(1);
 		} finally {
 			await proxy.close();
 		}

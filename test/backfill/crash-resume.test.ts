@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { INDEX_NAMES } from "../../src/store/indexes.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { seededRandom } from "../crash/seeded.js";
@@ -66,7 +67,7 @@ describe("crash and resume", () => {
 		expect(r.code, r.stderr).toBe(0);
 		const expected = fileHashes(join(clean, CHAIN));
 		// 12 chunks, each with 7 dataset files and 2 index files.
-		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBe(12 * (7 + 2));
+		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBe(12 * (7 + INDEX_NAMES.length));
 
 		const crashed = join(root, "crashed");
 		const rand = seededRandom("crash-resume");

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
 import type { TransferRow } from "../../src/extract/rows.js";
 import { removeUnlisted, replaceChunks } from "../../src/store/chunk-store.js";
+import { INDEX_NAMES, INDEXES } from "../../src/store/indexes.js";
 import { partitionPath } from "../../src/store/layout.js";
 import { loadManifest, type Manifest } from "../../src/store/manifest.js";
 import { createParquetWriter, INDEX_ROW_GROUP_SIZE } from "../../src/store/parquet-writer.js";
@@ -25,7 +26,8 @@ import { INDEX_SIDES, indexDiff } from "../helpers/index-rows.js";
  */
 const CHAIN = 31337;
 const CHAIN_ID = `eip155-${CHAIN}`;
-const BOTH = ["transactions_by_address", "transfers_by_address"];
+/** Every index a chunk with all datasets has (by address, and by hash). */
+const BOTH = [...INDEX_NAMES].sort();
 
 let anvil: AnvilInstance;
 let work: WorkloadResult;
@@ -109,19 +111,20 @@ describe("index files of a backfilled chain", () => {
 		expect(total).toBeGreaterThan(20);
 	});
 
-	it("has row groups of at most INDEX_ROW_GROUP_SIZE rows with min/max statistics on address", async () => {
+	it("has row groups of at most its row group size with min/max statistics on its key (address or hash)", async () => {
 		for (const c of manifest.chunks) {
 			for (const i of BOTH) {
+				const { key, rowGroupSize } = INDEXES[i as keyof typeof INDEXES];
 				const file = q(indexFile(dataDir, i, c));
 				const groups = await rows(
 					`SELECT row_group_id AS g, row_group_num_rows AS n, stats_min_value AS lo, stats_max_value AS hi
-					 FROM parquet_metadata(${file}) WHERE path_in_schema = 'address' ORDER BY g`,
+					 FROM parquet_metadata(${file}) WHERE path_in_schema = '${key}' ORDER BY g`,
 				);
 				const [actual] = await rows(
-					`SELECT min(address) AS lo, max(address) AS hi, count(*)::INT AS n FROM read_parquet(${file})`,
+					`SELECT min(${key}) AS lo, max(${key}) AS hi, count(*)::INT AS n FROM read_parquet(${file})`,
 				);
 				expect(groups.reduce((n, g) => n + Number(g.n), 0)).toBe(actual?.n);
-				for (const g of groups) expect(Number(g.n)).toBeLessThanOrEqual(INDEX_ROW_GROUP_SIZE);
+				for (const g of groups) expect(Number(g.n)).toBeLessThanOrEqual(rowGroupSize);
 				if (actual?.n === 0) continue;
 				expect(groups[0]?.lo, `${i} ${c.from}`).toBe(actual?.lo);
 				expect(groups.at(-1)?.hi, `${i} ${c.from}`).toBe(actual?.hi);
@@ -204,9 +207,8 @@ describe("index files and the chunk store", () => {
 			[
 				join("transfers_by_address", stray.split("/").at(-1) as string),
 				join("transfers_by_address", indexFile(copy, "transfers_by_address", dropped).split("/").at(-1) as string),
-				join(
-					"transactions_by_address",
-					indexFile(copy, "transactions_by_address", dropped).split("/").at(-1) as string,
+				...BOTH.filter((i) => i !== "transfers_by_address").map((i) =>
+					join(i, indexFile(copy, i, dropped).split("/").at(-1) as string),
 				),
 			].sort(),
 		);
@@ -226,8 +228,7 @@ describe("index files and the chunk store", () => {
 		const files = await replaceChunks(copy, m, gone, []);
 		const expected = gone.flatMap((c) => [
 			...c.datasets.map((d) => partitionPath(copy, CHAIN_ID, d, c)),
-			indexFile(copy, "transfers_by_address", c),
-			indexFile(copy, "transactions_by_address", c),
+			...BOTH.map((i) => indexFile(copy, i, c)),
 		]);
 		expect([...files].sort()).toEqual(expected.sort());
 		// The caller deletes them later: they are still there, and the saved manifest lists neither chunk.

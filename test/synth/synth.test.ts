@@ -13,7 +13,7 @@ import { createStore } from "../../src/query/store.js";
 import { INDEX_NAMES, INDEXES, type IndexName } from "../../src/store/indexes.js";
 import { partitionPath } from "../../src/store/layout.js";
 import { loadManifest, type Manifest } from "../../src/store/manifest.js";
-import { INDEX_ROW_GROUP_SIZE, PARQUET_OPTIONS } from "../../src/store/parquet-writer.js";
+import { PARQUET_OPTIONS } from "../../src/store/parquet-writer.js";
 import { SCHEMAS } from "../../src/store/schema.js";
 import type { Scale } from "../../src/synth/scales.js";
 import { writeSynthChain } from "../../src/synth/synth.js";
@@ -68,26 +68,37 @@ async function rows(sql: string): Promise<Record<string, unknown>[]> {
 }
 
 /** Every file the manifest lists: dataset or index, its chunk and path. */
-const listed = () =>
-	manifest.chunks.flatMap((c) =>
+const listed = () => [
+	...manifest.chunks.flatMap((c) =>
 		[...c.datasets, ...(c.indexes ?? [])].map((name) => ({
 			name: name as DatasetName | IndexName,
-			chunk: c,
+			chunk: c as { from: number; rows: Partial<Record<string, number>> },
 			path: partitionPath(dir, CHAIN.id, name, c),
 		})),
-	);
+	),
+	// Merged index runs (src/store/runs.ts) hold the index rows of the chunks they cover.
+	...(manifest.runs ?? []).map((r) => ({
+		name: r.index as DatasetName | IndexName,
+		chunk: { from: r.from, rows: {} as Partial<Record<string, number>> },
+		path: partitionPath(dir, CHAIN.id, r.index, r),
+	})),
+];
+/** An index's key column, and the columns its files are sorted by. */
+const indexKey = (name: string) => (INDEXES as Record<string, { key: string }>)[name]?.key;
+const indexSort = (name: string) => (INDEXES as Record<string, { sortKey: string }>)[name]?.sortKey.split(", ") ?? [];
 
 /** Columns and DuckDB types a file of `name` must have. */
 function expectedColumns(name: DatasetName | IndexName): [string, string][] {
 	const index = (INDEXES as Record<string, { source: DatasetName }>)[name];
 	const schema = SCHEMAS[index ? index.source : (name as DatasetName)] as Record<string, readonly [string, string]>;
 	const columns = Object.entries(schema).map(([c, [type]]) => [c, type] as [string, string]);
-	return index ? [["address", "VARCHAR"], ...columns] : columns;
+	const key = indexKey(name);
+	return key && !(key in schema) ? [[key, "VARCHAR"], ...columns] : columns;
 }
 
 /** The key a file is sorted by, as SQL over its columns. */
 const keyOf = (name: DatasetName | IndexName) =>
-	name in INDEXES ? "address || '/' || id" : name === "blocks" ? "lpad(number::VARCHAR, 20, '0')" : "id";
+	name in INDEXES ? indexSort(name).join(" || '/' || ") : name === "blocks" ? "lpad(number::VARCHAR, 20, '0')" : "id";
 
 beforeAll(async () => {
 	root = await mkdtemp(join(tmpdir(), "chainlake-synth-"));
@@ -113,7 +124,9 @@ describe("writeSynthChain", () => {
 		]);
 		for (const c of manifest.chunks) {
 			expect(c.datasets).toEqual(DATASETS);
-			expect([...(c.indexes ?? [])].sort()).toEqual([...INDEX_NAMES].sort());
+			// Each index's rows are in the chunk's own file or in a merged run covering it.
+			const inRuns = (manifest.runs ?? []).filter((r) => r.from <= c.from && c.to <= r.to).map((r) => r.index);
+			expect([...(c.indexes ?? []), ...inRuns].sort()).toEqual([...INDEX_NAMES].sort());
 		}
 		// Chained like a real chain: each chunk's first parent is the previous chunk's last block.
 		for (let i = 1; i < manifest.chunks.length; i++) {
@@ -186,7 +199,7 @@ describe("writeSynthChain", () => {
 			// Every column decoded (all pages), counting values per column.
 			const perColumn = new Map<string, number>();
 			const keys: unknown[][] = [];
-			const keyColumns = name in INDEXES ? ["address", "id"] : name === "blocks" ? ["number"] : ["id"];
+			const keyColumns = name in INDEXES ? indexSort(name) : name === "blocks" ? ["number"] : ["id"];
 			await parquetRead({
 				file,
 				metadata: meta,
@@ -274,12 +287,13 @@ describe("writeSynthChain", () => {
 	it("writes row groups of at most 65 536 rows (16 384 in index files), with min/max statistics on the sort key", async () => {
 		let indexGroups = 0;
 		for (const { name, chunk, path } of listed()) {
-			const column = name in INDEXES ? "address" : name === "blocks" ? "number" : "id";
+			const column = indexKey(name) ?? (name === "blocks" ? "number" : "id");
 			const groups = await rows(
 				`SELECT row_group_num_rows AS n, stats_min_value AS lo, stats_max_value AS hi
 				 FROM parquet_metadata(${q(path)}) WHERE path_in_schema = '${column}' ORDER BY row_group_id`,
 			);
-			const limit = name in INDEXES ? INDEX_ROW_GROUP_SIZE : PARQUET_OPTIONS.ROW_GROUP_SIZE;
+			const limit =
+				(INDEXES as Record<string, { rowGroupSize: number }>)[name]?.rowGroupSize ?? PARQUET_OPTIONS.ROW_GROUP_SIZE;
 			for (const g of groups) {
 				expect(Number(g.n), `${name} ${chunk.from}`).toBeLessThanOrEqual(limit);
 				expect(g.lo, `${name} ${chunk.from}`).not.toBeNull();
