@@ -7,7 +7,9 @@
  */
 import { parseArgs } from "node:util";
 import { chainsIn } from "../src/query/views.js";
+import { readManifestSafe } from "../src/store/manifest.js";
 import { damagedRanges, repairCommand, restoreManifest, verifyChain } from "../src/store/verify.js";
+import { checkRuns, runRepairCommand } from "../src/store/verify-runs.js";
 import { isChainId } from "../src/util/chain.js";
 import { ChainlakeError, UserInputError } from "../src/util/errors.js";
 
@@ -55,9 +57,18 @@ async function main(): Promise<number> {
 			say(`${chain}: ${r.manifestError}`);
 			continue;
 		}
+		// Merged index runs: damaged ones hold nothing the datasets do not, so reindex rebuilds them.
+		const manifest = readManifestSafe(dataDir, chain);
+		const runProblems = manifest ? await checkRuns(dataDir, manifest) : [];
+		if (runProblems.length > 0) {
+			bad++;
+			say(`${chain}: ${runProblems.length} of ${manifest?.runs?.length ?? 0} merged index runs damaged:`);
+			for (const p of runProblems) say(`  ${p.file} (blocks ${p.run.from}..${p.run.to}): ${p.problem}`);
+			say(`repair: rebuild them from the datasets:\n  ${runRepairCommand(dataDir, chain)}`);
+		}
 		if (r.problems.length === 0) {
 			say(
-				`${chain}: ${r.chunks} ranges, ${r.files} files: every file ${values.quick ? "has its footer" : "reads"} and holds the rows recorded`,
+				`${chain}: ${r.chunks} ranges, ${r.files} files, ${manifest?.runs?.length ?? 0} merged index runs: every file ${values.quick ? "has its footer" : "reads"} and holds the rows recorded${runProblems.length ? " (but for the runs above)" : ""}`,
 			);
 			continue;
 		}

@@ -1,12 +1,14 @@
 import { deriveIndexes } from "./chunk-store.js";
 import { indexesFor } from "./indexes.js";
-import { chainDir } from "./layout.js";
+import { filterPath } from "./key-filter.js";
+import { chainDir, partitionPath } from "./layout.js";
 import { isIndexed } from "./listing.js";
 import { acquireWriteLock } from "./lock.js";
 import { loadManifest, saveManifest } from "./manifest.js";
 import { createParquetWriter } from "./parquet-writer.js";
 import { createRetireLater } from "./retire-later.js";
-import { mergeAll } from "./runs.js";
+import { deleteNow, mergeAll } from "./runs.js";
+import { checkRuns } from "./verify-runs.js";
 
 /**
  * Writes the index files a chain's chunks lack (data written before indexes existed, or with
@@ -23,6 +25,20 @@ export async function reindexChain(
 	let done = 0;
 	try {
 		const manifest = await loadManifest(dataDir, chain.id, chain.number);
+		// Damaged merged runs (npm run verify names them): unlisted, so their chunks' index files
+		// are written again from the datasets below and merged anew.
+		const damaged = await checkRuns(dataDir, manifest);
+		if (damaged.length > 0) {
+			const gone = new Set(damaged.map((p) => p.run));
+			manifest.runs = (manifest.runs ?? []).filter((r) => !gone.has(r));
+			await saveManifest(dataDir, manifest);
+			await deleteNow(
+				[...gone].flatMap((r) => {
+					const path = partitionPath(dataDir, chain.id, r.index, r);
+					return [path, filterPath(path)];
+				}),
+			);
+		}
 		// Folders written before it was recorded: the writers' partition size is the longest chunk.
 		manifest.partition_size ??= Math.max(1, ...manifest.chunks.map((c) => c.to - c.from + 1));
 		for (const c of manifest.chunks) {

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, truncate } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -13,12 +13,14 @@ import { INDEX_NAMES, INDEXES } from "../../src/store/indexes.js";
 import { filterPath, loadKeyFilter } from "../../src/store/key-filter.js";
 import { manifestPath, partitionPath } from "../../src/store/layout.js";
 import type { Manifest } from "../../src/store/manifest.js";
+import { reindexChain } from "../../src/store/reindex.js";
 import { FAN_IN } from "../../src/store/runs.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto, openViews } from "../helpers/anvil-chain.js";
+import { runScript } from "../helpers/cli.js";
 import { nodeCall, sendMined } from "../helpers/node-rpc.js";
 
 /**
@@ -159,6 +161,41 @@ describe("merged index runs", () => {
 		} finally {
 			views.close();
 		}
+	}, 240_000);
+
+	it("a damaged run: verify names it and the reindex command, the API answers 503, reindex rebuilds it", async () => {
+		const dir = join(root, "damaged-run");
+		await cp(join(root, "merged"), dir, { recursive: true });
+		const before = await manifestOf(dir);
+		const run = (before.runs ?? []).find((r) => r.index === "transfers_by_address" && r.chunks === FAN_IN * FAN_IN);
+		if (!run) throw new Error("no run of FAN_IN² chunks");
+		const path = partitionPath(dir, before.chain, run.index, run);
+		await truncate(path, 100);
+
+		const checked = await runScript("verify.ts", ["--data-dir", dir]);
+		expect(checked.code, checked.stdout + checked.stderr).toBe(1);
+		expect(checked.stdout).toContain(`merged index runs damaged`);
+		expect(checked.stdout).toContain(path.slice(dir.length + 1));
+		expect(checked.stdout).toContain(`npm run reindex -- --data-dir ${dir} --chain eip155-${CHAIN}`);
+		const damaged = await serve(dir);
+		const wallet = accounts[1] as string;
+		const answer = await damaged(`/address/${wallet}/transfers?asset_type=native,ft,nft`);
+		expect(answer.statusCode, answer.body).toBe(503);
+		expect(answer.json().code).toBe("DATA_DAMAGED");
+
+		await reindexChain(dir, { id: `eip155-${CHAIN}`, number: CHAIN });
+		const after = await manifestOf(dir);
+		const spans = (m: Manifest) =>
+			(m.runs ?? [])
+				.filter((r) => r.index === run.index)
+				.map((r) => [r.from, r.to, r.chunks])
+				.sort((a, b) => (a[0] as number) - (b[0] as number));
+		expect(spans(after)).toEqual(spans(before));
+		expect((await runScript("verify.ts", ["--data-dir", dir])).code).toBe(0);
+		const repaired = await serve(dir);
+		const whole = await serve(join(root, "whole"));
+		const page = `/address/${wallet}/transfers?asset_type=native,ft,nft`;
+		expect(await allIds(repaired, page)).toEqual(await allIds(whole, page));
 	}, 240_000);
 
 	it("a follower merges in the background, and a reorg above the runs leaves every answer right", async () => {
