@@ -9,8 +9,8 @@ import {
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
 import { INDEXES, type IndexName } from "../store/indexes.js";
-import { filterPath, type KeyFilter, loadKeyFilter } from "../store/key-filter.js";
-import { manifestPath, partitionPath } from "../store/layout.js";
+import { type KeyFilter, loadKeyFilter } from "../store/key-filter.js";
+import { manifestPath } from "../store/layout.js";
 import { indexFiles, isIndexed, listedPaths } from "../store/listing.js";
 import {
 	type ChunkEntry,
@@ -303,18 +303,21 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	// (its run is then always read), never trusted.
 	const filters = new Map<string, KeyFilter>();
 	const loading = new Map<string, Promise<void>>();
-	const loadFilters = (manifest: Manifest | null) =>
+	/** Filter files known not to exist (index files written before filters): not asked again. */
+	const absent = new Set<string>();
+	const loadFilters = (paths: readonly string[]) =>
 		Promise.all(
-			(manifest?.runs ?? []).map((r) => {
-				const path = filterPath(partitionPath(dataDir, manifest?.chain ?? "", r.index, r));
-				if (filters.has(path)) return undefined;
+			paths.map((path) => {
+				if (filters.has(path) || absent.has(path)) return undefined;
 				let p = loading.get(path);
 				if (!p) {
 					p = loadKeyFilter(path).then(
 						(f) => {
 							filters.set(path, f);
 						},
-						() => {},
+						(err: NodeJS.ErrnoException) => {
+							if (err.code === "ENOENT") absent.add(path);
+						},
 					);
 					loading.set(path, p);
 					void p.finally(() => loading.delete(path));
@@ -322,6 +325,15 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				return p;
 			}),
 		);
+	/** The filters of the index files `sql` would read for `window`. */
+	const filtersOf = (manifest: Manifest | null, sql: string, window?: readonly [number, number]): string[] => {
+		if (!manifest) return [];
+		const out: string[] = [];
+		for (const [, name] of sql.matchAll(/\{([a-z_]+)\}/g))
+			if (name && name in INDEXES)
+				for (const f of indexFiles(dataDir, manifest, name as IndexName, window)) if (f.filter) out.push(f.filter);
+		return out;
+	};
 
 	/** What is left of a query's or a snapshot's time budget, in ms. */
 	type Budget = { leftMs: number; since: number };
@@ -334,7 +346,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		window?: readonly [number, number],
 		key?: string,
 	): Promise<Row[]> {
-		if (key !== undefined) await loadFilters(manifest);
+		if (key !== undefined) await loadFilters(filtersOf(manifest, sql, window));
 		const read = { files: 0, paths: [] as string[] };
 		const text = expand(manifest, sql, window, key, read);
 		// A file known damaged: say so at once (DuckDB would fail on it, or read what is left).

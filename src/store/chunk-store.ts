@@ -5,6 +5,7 @@ import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
 import { INDEX_NAMES, INDEXES, type IndexName, indexesFor } from "./indexes.js";
+import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
 import { manifestPath, partitionPath, stagingDir } from "./layout.js";
 import { listedPaths } from "./listing.js";
 import {
@@ -74,9 +75,22 @@ export async function deriveIndexes(
 	entry.indexes = indexesFor(entry.datasets).filter((i) => has.has(i));
 	for (const i of only) {
 		const source = partitionPath(dataDir, chain, INDEXES[i].source, entry);
-		await writer.derive(i, source, partitionPath(dataDir, chain, i, entry));
+		const path = partitionPath(dataDir, chain, i, entry);
+		await writer.derive(i, source, path);
+		await writeKeyFilter(writer, path, INDEXES[i].key);
 		crashPoint("chunk.index-written");
 	}
+}
+
+/**
+ * The key filter beside an index file (key-filter.ts): chunk files get one as runs do, so a
+ * wallet or hash also skips the newest chunks no run covers yet.
+ */
+export async function writeKeyFilter(writer: ParquetWriter, path: string, key: string): Promise<number> {
+	const keys = await writer.countDistinct(path, key);
+	const { data } = await buildKeyFilter(writer.streamColumn(path, key), keys);
+	await saveKeyFilter(filterPath(path), data);
+	return keys;
 }
 
 /**

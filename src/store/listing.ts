@@ -46,7 +46,9 @@ export function indexFiles(
 	for (const c of m.chunks) {
 		if (!c.indexes?.includes(index) || !overlaps(c)) continue;
 		if (runs.some((r) => r.from <= c.from && c.to <= r.to)) continue;
-		out.push({ path: partitionPath(dataDir, m.chain, index, c), from: c.from });
+		// Its filter, if written (chunks before filters have none: then the file is always read).
+		const path = partitionPath(dataDir, m.chain, index, c);
+		out.push({ path, filter: filterPath(path), from: c.from });
 	}
 	return out.sort((a, b) => a.from - b.from).map(({ path, filter }) => (filter ? { path, filter } : { path }));
 }

@@ -211,8 +211,14 @@ export const hasFiles = (c: ChunkEntry, name: DatasetName | IndexName): boolean 
 	(c.datasets as string[]).includes(name) || (c.indexes as string[] | undefined)?.includes(name) === true;
 
 /** Every file of a chunk: its datasets', then its indexes'. */
-export const chunkFiles = (dataDir: string, chain: string, c: ChunkEntry): string[] =>
-	[...c.datasets, ...(c.indexes ?? [])].map((d) => partitionPath(dataDir, chain, d, c));
+export const chunkFiles = (dataDir: string, chain: string, c: ChunkEntry): string[] => [
+	...c.datasets.map((d) => partitionPath(dataDir, chain, d, c)),
+	// Each index file with its key filter beside it (absent in folders written before them).
+	...(c.indexes ?? []).flatMap((i) => {
+		const path = partitionPath(dataDir, chain, i, c);
+		return [path, `${path}.filter`];
+	}),
+];
 
 /** Files of reorged-out blocks (same columns as blocks). */
 export function ghostFiles(dataDir: string, m: Manifest | null): string[] {

@@ -1,7 +1,8 @@
 import { rm } from "node:fs/promises";
 import { crashPoint } from "../util/crash-point.js";
+import { writeKeyFilter } from "./chunk-store.js";
 import { INDEX_NAMES, INDEXES, type IndexName } from "./indexes.js";
-import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
+import { filterPath } from "./key-filter.js";
 import { partitionPath, type RangeId } from "./layout.js";
 import { runsOf } from "./listing.js";
 import { type ChunkEntry, type Manifest, nextGeneration, saveManifest } from "./manifest.js";
@@ -125,10 +126,7 @@ export async function mergeStep(
 	const inputs = group.map((u) => u.path);
 	run.rows = await writer.mergeIndex(index, inputs, path);
 	crashPoint("runs.merged");
-	const keyColumn = INDEXES[index].key;
-	run.keys = await writer.countDistinct(path, keyColumn);
-	const { data } = await buildKeyFilter(writer.streamColumn(path, keyColumn), run.keys);
-	await saveKeyFilter(filterPath(path), data);
+	run.keys = await writeKeyFilter(writer, path, INDEXES[index].key);
 	crashPoint("runs.filter-written");
 	const merged = new Set(group.map((u) => u.run).filter((r) => r !== undefined));
 	return exclusive(async () => {
@@ -142,7 +140,7 @@ export async function mergeStep(
 		for (const u of group) if (u.chunk) u.chunk.indexes = u.chunk.indexes?.filter((i) => i !== index);
 		await saveManifest(dataDir, m);
 		crashPoint("runs.committed");
-		return group.flatMap((u) => (u.run ? [u.path, filterPath(u.path)] : [u.path]));
+		return group.flatMap((u) => [u.path, filterPath(u.path)]);
 	});
 }
 

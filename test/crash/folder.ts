@@ -15,7 +15,12 @@ export function folderState(chainDir: string) {
 	const m = existsSync(manifestFile) ? (JSON.parse(readFileSync(manifestFile, "utf8")) as Manifest) : null;
 	const listed = new Set<string>();
 	for (const c of m?.chunks ?? []) {
-		for (const d of [...c.datasets, ...(c.indexes ?? [])]) listed.add(join(d, partitionFileName(d, c)));
+		for (const d of c.datasets) listed.add(join(d, partitionFileName(d, c)));
+		// Index files, each with its key filter.
+		for (const i of c.indexes ?? []) {
+			listed.add(join(i, partitionFileName(i, c)));
+			listed.add(join(i, `${partitionFileName(i, c)}.filter`));
+		}
 	}
 	for (const g of m?.ghosts ?? []) listed.add(join("ghost_blocks", partitionFileName("ghost_blocks", g)));
 	// Merged index runs, each with its key filter beside it.

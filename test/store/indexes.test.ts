@@ -72,10 +72,11 @@ describe("index files of a backfilled chain", () => {
 			expect([...(c.indexes ?? [])].sort(), `${c.from}..${c.to}`).toEqual(BOTH);
 			for (const i of BOTH) expect(existsSync(indexFile(dataDir, i, c)), `${i} ${c.from}`).toBe(true);
 		}
-		// Nothing else sits in the index folders.
+		// Nothing else sits in the index folders: each file and its key filter.
 		for (const i of BOTH) {
+			const names = manifest.chunks.map((c) => indexFile(dataDir, i, c).split("/").at(-1) as string);
 			expect((await readdir(join(dataDir, CHAIN_ID, i))).sort()).toEqual(
-				manifest.chunks.map((c) => indexFile(dataDir, i, c).split("/").at(-1)).sort(),
+				names.flatMap((n) => [n, `${n}.filter`]).sort(),
 			);
 		}
 	});
@@ -206,10 +207,10 @@ describe("index files and the chunk store", () => {
 		expect(removed.sort()).toEqual(
 			[
 				join("transfers_by_address", stray.split("/").at(-1) as string),
-				join("transfers_by_address", indexFile(copy, "transfers_by_address", dropped).split("/").at(-1) as string),
-				...BOTH.filter((i) => i !== "transfers_by_address").map((i) =>
-					join(i, indexFile(copy, i, dropped).split("/").at(-1) as string),
-				),
+				...BOTH.flatMap((i) => {
+					const name = join(i, indexFile(copy, i, dropped).split("/").at(-1) as string);
+					return [name, `${name}.filter`];
+				}),
 			].sort(),
 		);
 		expect(existsSync(stray)).toBe(false);
@@ -228,7 +229,7 @@ describe("index files and the chunk store", () => {
 		const files = await replaceChunks(copy, m, gone, []);
 		const expected = gone.flatMap((c) => [
 			...c.datasets.map((d) => partitionPath(copy, CHAIN_ID, d, c)),
-			...BOTH.map((i) => indexFile(copy, i, c)),
+			...BOTH.flatMap((i) => [indexFile(copy, i, c), `${indexFile(copy, i, c)}.filter`]),
 		]);
 		expect([...files].sort()).toEqual(expected.sort());
 		// The caller deletes them later: they are still there, and the saved manifest lists neither chunk.

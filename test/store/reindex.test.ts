@@ -57,10 +57,11 @@ async function unindexedCopy(
 		if (only) c.indexes = c.indexes?.filter((x) => x !== only);
 		else delete c.indexes;
 		for (const index of only ? [only] : INDEX_NAMES) {
-			const file = (await readdir(join(dir, CHAIN_ID, index))).find((f) =>
+			// The index file and its key filter.
+			const files = (await readdir(join(dir, CHAIN_ID, index))).filter((f) =>
 				f.includes(`_${String(c.from).padStart(12, "0")}_`),
 			);
-			if (file) await rm(join(dir, CHAIN_ID, index, file));
+			for (const file of files) await rm(join(dir, CHAIN_ID, index, file));
 		}
 	}
 	writeFileSync(manifestPath(dir, CHAIN_ID), `${JSON.stringify(m, null, 1)}\n`);
@@ -171,7 +172,7 @@ describe("reindexChain", () => {
 			// The same manifest and the same bytes as the backfill's own.
 			expect(listing(dir)).toEqual(listing(original));
 			expect(await indexFiles(dir)).toEqual(await indexFiles(original));
-			expect(Object.keys(await indexFiles(dir))).toHaveLength(INDEX_NAMES.length * m.chunks.length);
+			expect(Object.keys(await indexFiles(dir))).toHaveLength(2 * INDEX_NAMES.length * m.chunks.length);
 			expect(await apiAnswers(api.app)).toEqual(before);
 		} finally {
 			await api.close();
@@ -194,7 +195,7 @@ describe("reindexChain", () => {
 		const kept = m.chunks.filter((c) => c.indexes !== undefined);
 		const keptFiles = Object.entries(await indexFiles(dir));
 		const keptMtimes = keptFiles.map(([f]) => statSync(join(dir, CHAIN_ID, f)).mtimeMs);
-		expect(keptFiles).toHaveLength(INDEX_NAMES.length * kept.length);
+		expect(keptFiles).toHaveLength(2 * INDEX_NAMES.length * kept.length);
 		const seen: [number, number][] = [];
 		expect(await reindexChain(dir, { id: CHAIN_ID, number: CHAIN }, (from, to) => seen.push([from, to]))).toBe(
 			lacking.length,

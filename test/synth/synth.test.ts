@@ -155,7 +155,14 @@ describe("writeSynthChain", () => {
 		// Nothing but the listed files (and the manifest, and its previous generation) in the chain folder.
 		const files = [...snapshotFiles(chainFolder(dir)).keys()].sort();
 		expect(files).toEqual(
-			["_manifest.json", "_manifest.prev.json", ...listed().map((f) => relative(chainFolder(dir), f.path))].sort(),
+			[
+				"_manifest.json",
+				"_manifest.prev.json",
+				...listed().flatMap((f) => {
+					const name = relative(chainFolder(dir), f.path);
+					return f.name in INDEXES ? [name, `${name}.filter`] : [name];
+				}),
+			].sort(),
 		);
 	});
 
@@ -329,7 +336,7 @@ describe("writeSynthChain", () => {
 		const a = strip(snapshotFiles(chainFolder(dir)));
 		const b = strip(snapshotFiles(chainFolder(other)));
 		// The manifest and its previous generation, and the files of 3 chunks.
-		expect(a.size).toBe(2 + 3 * (DATASETS.length + INDEX_NAMES.length));
+		expect(a.size).toBe(2 + 3 * (DATASETS.length + 2 * INDEX_NAMES.length)); // an index file and its key filter
 		expect(b).toEqual(a);
 	});
 });
