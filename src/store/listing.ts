@@ -37,20 +37,48 @@ export function indexFiles(
 	index: IndexName,
 	window?: readonly [number, number],
 ): IndexFile[] {
-	const overlaps = (r: { from: number; to: number }) => !window || (r.to >= window[0] && r.from <= window[1]);
-	const runs = runsOf(m, index);
-	const out: (IndexFile & { from: number })[] = runs.filter(overlaps).map((r) => {
-		const path = partitionPath(dataDir, m.chain, index, r);
-		return { path, filter: filterPath(path), from: r.from };
-	});
-	for (const c of m.chunks) {
-		if (!c.indexes?.includes(index) || !overlaps(c)) continue;
-		if (runs.some((r) => r.from <= c.from && c.to <= r.to)) continue;
-		// Its filter, if written (chunks before filters have none: then the file is always read).
-		const path = partitionPath(dataDir, m.chain, index, c);
-		out.push({ path, filter: filterPath(path), from: c.from });
+	const all = layoutOf(dataDir, m, index);
+	if (!window) return all;
+	return all.filter((f) => f.to >= window[0] && f.from <= window[1]);
+}
+
+type Placed = IndexFile & { from: number; to: number };
+/**
+ * An index's files in block order, once per manifest state: every API query asks for them, and
+ * at mainnet's 23,000 chunks walking the chunk list per query would cost more than the query.
+ * Keyed by the manifest object and its generation (the store's manifests are never changed;
+ * a writer's is, and saves bump the generation).
+ */
+const layouts = new WeakMap<Manifest, { key: string; by: Map<IndexName, Placed[]> }>();
+function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
+	const key = `${dataDir}\0${m.generation ?? 0}\0${m.chunks.length}\0${m.runs?.length ?? 0}`;
+	let cached = layouts.get(m);
+	if (cached?.key !== key) {
+		cached = { key, by: new Map() };
+		layouts.set(m, cached);
 	}
-	return out.sort((a, b) => a.from - b.from).map(({ path, filter }) => (filter ? { path, filter } : { path }));
+	let files = cached.by.get(index);
+	if (!files) {
+		const runs = runsOf(m, index);
+		files = runs.map((r) => {
+			const path = partitionPath(dataDir, m.chain, index, r);
+			return { path, filter: filterPath(path), from: r.from, to: r.to };
+		});
+		// Chunks in block order against runs in block order: one pass finds those no run covers.
+		let i = 0;
+		for (const c of [...m.chunks].sort((a, b) => a.from - b.from)) {
+			if (!c.indexes?.includes(index)) continue;
+			while (i < runs.length && (runs[i] as RunEntry).to < c.from) i++;
+			const run = runs[i];
+			if (run && run.from <= c.from && c.to <= run.to) continue;
+			// Its filter, if written (index files before filters have none: then always read).
+			const path = partitionPath(dataDir, m.chain, index, c);
+			files.push({ path, filter: filterPath(path), from: c.from, to: c.to });
+		}
+		files.sort((a, b) => a.from - b.from);
+		cached.by.set(index, files);
+	}
+	return files;
 }
 
 /** Every file of every run, filters included: listed, so never removed as leftovers. */

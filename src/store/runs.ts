@@ -77,8 +77,8 @@ export function planMerge(dataDir: string, m: Manifest, index: IndexName): Unit[
 			if (units.at(-1)?.run !== run)
 				units.push({ ...run, path: partitionPath(dataDir, m.chain, index, run), run, chunks: run.chunks });
 		} else if (c.indexes?.includes(index)) {
-			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: 1, path: "", chunk: c });
-			(units.at(-1) as Unit).path = partitionPath(dataDir, m.chain, index, c);
+			const path = partitionPath(dataDir, m.chain, index, c);
+			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: 1, path, chunk: c });
 		} else {
 			// No index rows for this chunk (written before the index existed): nothing merges across it.
 			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: Number.NaN, path: "" });
