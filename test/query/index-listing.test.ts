@@ -301,7 +301,7 @@ describe("wallet listing through the index files", () => {
 		const db = await DuckDBInstance.create(":memory:");
 		const conn = await db.connect();
 		for (const i of ["transfers_by_address", "transactions_by_address"]) {
-			for (const f of await readdir(join(emptied, CHAIN_ID, i))) {
+			for (const f of (await readdir(join(emptied, CHAIN_ID, i))).filter((n) => n.endsWith(".parquet"))) {
 				const path = join(emptied, CHAIN_ID, i, f);
 				await conn.run(`COPY (SELECT * FROM read_parquet('${path}') WHERE false) TO '${path}.new' (FORMAT parquet)`);
 				await cp(`${path}.new`, path);
