@@ -1,4 +1,6 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { fsyncDir, fsyncFile } from "../util/fsync.js";
 
 /**
  * A Bloom filter over the keys of one index run (addresses or hashes), kept in a file next to
@@ -68,10 +70,12 @@ export async function buildKeyFilter(
 	return { filter: over(bitset, bits), data };
 }
 
-/** Writes a filter atomically (temporary name, then rename). */
+/** Writes a filter atomically (temporary name, then rename) and durably, as the Parquet files are. */
 export async function saveKeyFilter(path: string, data: Uint8Array): Promise<void> {
 	await writeFile(`${path}.tmp`, data);
+	await fsyncFile(`${path}.tmp`);
 	await rename(`${path}.tmp`, path);
+	await fsyncDir(dirname(path));
 }
 
 /** Reads a filter file; a damaged or foreign file is an error naming it. */
