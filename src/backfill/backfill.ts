@@ -189,7 +189,13 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 				);
 				crashPoint("backfill.chunk-committed");
 				// Index files of settled chunks into runs, while the next chunk is fetched.
-				await mergeAll(writer, dataDir, manifest, (files) => retired.retire(files));
+				await mergeAll(
+					writer,
+					dataDir,
+					manifest,
+					(files) => retired.retire(files),
+					() => opts.signal?.aborted === true,
+				);
 				await retired.sweep();
 				let chunkRows = 0;
 				for (const [d, n] of Object.entries(entry.rows)) {
