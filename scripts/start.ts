@@ -86,12 +86,20 @@ const activity = (async () => {
 	}
 })();
 
-const follow = startFollowers([{ chain: chain.id, urls: [rpcUrl] }], { dataDir, logger, startBlock, pollMs: 500 });
 const demoKey = process.env.CHAINLAKE_API_KEYS?.split(",")[0] ?? `demo-${randomBytes(12).toString("hex")}`;
+let keyring: ReturnType<typeof createKeyring>;
+try {
+	// Before anything starts: a damaged key file stops the start with a message naming it.
+	keyring = createKeyring({ path: keysPath(dataDir), envKeys: [demoKey] });
+} catch (err) {
+	process.stderr.write(`${(err as Error).message}\n`);
+	process.exit(2);
+}
+const follow = startFollowers([{ chain: chain.id, urls: [rpcUrl] }], { dataDir, logger, startBlock, pollMs: 500 });
 const store = await createStore(dataDir);
 const app = await buildApp({
 	store,
-	keyring: createKeyring({ path: keysPath(dataDir), envKeys: [demoKey] }),
+	keyring,
 	dataDir,
 	followers: follow.sources,
 	// The same per-key limit as `npm run serve` (CHAINLAKE_RATE_LIMIT / CHAINLAKE_RATE_BURST to change it).
