@@ -193,6 +193,7 @@ export function createFollower(opts: FollowerOptions) {
 	};
 	let merging: Promise<void> | null = null;
 	let mergeRetryAt = 0;
+	const caughtUp = () => stats.storedHead != null && stats.nodeHead != null && stats.storedHead >= stats.nodeHead;
 	/**
 	 * Merges settled chunks' index files into runs (runs.ts) with a DuckDB of its own, while the
 	 * loop goes on following the head: a merge high in the tiers rewrites a lot, and head lag must
@@ -204,7 +205,8 @@ export function createFollower(opts: FollowerOptions) {
 		merging = (async () => {
 			const writer = await createParquetWriter();
 			try {
-				for (let more = true; more && !stopping; ) {
+				// One merge at a time, and none while the follower is behind: head lag comes first.
+				for (let more = true; more && !stopping && caughtUp(); ) {
 					more = false;
 					for (const index of INDEX_NAMES) {
 						const gone = await mergeStep(writer, dataDir, s.manifest, index, exclusive);
@@ -234,7 +236,7 @@ export function createFollower(opts: FollowerOptions) {
 		const s = await init();
 		try {
 			const events = await exclusive(() => stepOn(s));
-			mergeInBackground(s);
+			if (caughtUp()) mergeInBackground(s);
 			return events;
 		} catch (err) {
 			// A file it read (compaction, a reorg's ghosts) is missing or cut short: check its own next step.
