@@ -13,9 +13,35 @@ import type { RunEntry } from "./runs.js";
 export const runsOf = (m: Manifest, index: IndexName): RunEntry[] =>
 	(m.runs ?? []).filter((r) => r.index === index).sort((a, b) => a.from - b.from);
 
-/** The run of `index` that covers chunk `c`, if any. */
-export const runCovering = (m: Manifest, index: IndexName, c: { from: number; to: number }): RunEntry | undefined =>
-	(m.runs ?? []).find((r) => r.index === index && r.from <= c.from && c.to <= r.to);
+/**
+ * The run of `index` that covers chunk `c`, if any. Asked for every chunk of a hash lookup and of
+ * a listing's windows, so the runs are sorted once per manifest state (keyed as layoutOf's) and
+ * searched by halves: at 23,000 chunks a scan of every run per chunk would cost more than the query.
+ */
+const sortedRuns = new WeakMap<Manifest, { key: string; by: Map<IndexName, RunEntry[]> }>();
+export function runCovering(m: Manifest, index: IndexName, c: { from: number; to: number }): RunEntry | undefined {
+	const key = `${m.generation ?? 0}\0${m.runs?.length ?? 0}`;
+	let cached = sortedRuns.get(m);
+	if (cached?.key !== key) {
+		cached = { key, by: new Map() };
+		sortedRuns.set(m, cached);
+	}
+	let runs = cached.by.get(index);
+	if (!runs) {
+		runs = runsOf(m, index);
+		cached.by.set(index, runs);
+	}
+	// The last run starting at or before the chunk (runs of one index never overlap).
+	let lo = 0;
+	let hi = runs.length - 1;
+	while (lo < hi) {
+		const mid = (lo + hi + 1) >> 1;
+		if ((runs[mid] as RunEntry).from <= c.from) lo = mid;
+		else hi = mid - 1;
+	}
+	const run = runs[lo];
+	return run && run.from <= c.from && c.to <= run.to ? run : undefined;
+}
 
 /** Whether a chunk's `index` rows can be read (its own file, or a run). */
 export const isIndexed = (m: Manifest, index: IndexName, c: ChunkEntry): boolean =>
