@@ -1,7 +1,9 @@
 /**
- * `npm run reindex -- --data-dir data [--chain eip155-1]`: writes the index files (by address and
- * by hash, src/store/indexes.ts) for chunks that lack them, e.g. data backfilled before they
- * existed, rebuilds damaged merged runs, and merges settled chunks into runs (src/store/runs.ts).
+ * `npm run reindex -- --data-dir data [--chain eip155-1] [--compact-rows N]`: writes the index
+ * files (by address and by hash, src/store/indexes.ts) for chunks that lack them, e.g. data
+ * backfilled before they existed, rebuilds damaged merged runs, merges settled chunks' index
+ * files into runs (src/store/runs.ts) and their dataset files into larger chunks
+ * (src/store/chunk-merges.ts).
  * Resumable; stop the chain's backfill or follower first.
  */
 import { parseArgs } from "node:util";
@@ -11,15 +13,27 @@ import { parseChainId } from "../src/util/chain.js";
 import { ChainlakeError } from "../src/util/errors.js";
 
 const { values } = parseArgs({
-	options: { "data-dir": { type: "string", default: "data" }, chain: { type: "string", multiple: true } },
+	options: {
+		"data-dir": { type: "string", default: "data" },
+		chain: { type: "string", multiple: true },
+		"compact-rows": { type: "string" },
+	},
 });
+const compactRows = values["compact-rows"] === undefined ? undefined : Number(values["compact-rows"]);
+if (compactRows !== undefined && (!Number.isSafeInteger(compactRows) || compactRows < 1)) {
+	process.stderr.write(`error: --compact-rows must be a positive integer, not ${values["compact-rows"]}\n`);
+	process.exit(2);
+}
 const dataDir = values["data-dir"] as string;
 const chains = values.chain ?? chainsIn(dataDir);
 try {
 	for (const id of chains) {
 		const started = performance.now();
-		const n = await reindexChain(dataDir, parseChainId(id), (from, to) =>
-			process.stderr.write(`${id}: indexed blocks ${from}..${to}\n`),
+		const n = await reindexChain(
+			dataDir,
+			parseChainId(id),
+			(from, to) => process.stderr.write(`${id}: indexed blocks ${from}..${to}\n`),
+			compactRows,
 		);
 		process.stdout.write(`${id}: ${n} chunks indexed in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 	}

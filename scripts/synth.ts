@@ -1,5 +1,5 @@
 /**
- * `npm run synth -- --scale S|M|L [--data-dir data/synth-S] [--chain eip155-1] [--partition-size N]`:
+ * `npm run synth -- --scale S|M|L [--data-dir data/synth-S] [--chain eip155-1] [--partition-size N] [--compact-rows N]`:
  * writes a mainnet-shaped synthetic chain in the backfill's layout (src/synth/scales.ts says
  * what each scale holds), then records what benchmarks should query in `<chain>.targets.json`.
  * Re-running resumes: chunks already in the manifest are kept.
@@ -16,6 +16,7 @@ const { values } = parseArgs({
 		"data-dir": { type: "string" },
 		chain: { type: "string", default: "eip155-1" },
 		"partition-size": { type: "string" },
+		"compact-rows": { type: "string" },
 		threads: { type: "string" },
 	},
 });
@@ -30,6 +31,11 @@ if (!Number.isSafeInteger(partitionSize) || partitionSize < 1) {
 	process.stderr.write(`error: --partition-size must be a positive integer, not ${values["partition-size"]}\n`);
 	process.exit(2);
 }
+const compactRows = values["compact-rows"] === undefined ? undefined : Number(values["compact-rows"]);
+if (compactRows !== undefined && (!Number.isSafeInteger(compactRows) || compactRows < 1)) {
+	process.stderr.write(`error: --compact-rows must be a positive integer, not ${values["compact-rows"]}\n`);
+	process.exit(2);
+}
 const dataDir = values["data-dir"] ?? `data/synth-${scaleName}`;
 const chain = parseChainId(values.chain);
 const started = performance.now();
@@ -39,6 +45,7 @@ const result = await writeSynthChain({
 	chain,
 	dataDir,
 	partitionSize,
+	compactRows,
 	threads: values.threads ? Number(values.threads) : undefined,
 	onChunk: (e, done, total) =>
 		process.stderr.write(

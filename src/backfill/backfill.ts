@@ -7,10 +7,10 @@ import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
 import { alignedChunks, chainDir } from "../store/layout.js";
 import { acquireWriteLock } from "../store/lock.js";
 import { loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
+import { mergeAll } from "../store/merges.js";
 import { createParquetWriter } from "../store/parquet-writer.js";
 import { damagedChunks } from "../store/repair.js";
 import { createRetireLater } from "../store/retire-later.js";
-import { mergeAll } from "../store/runs.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
 import { diskFullError, isDiskFull } from "../util/disk-full.js";
@@ -37,6 +37,8 @@ export interface BackfillRun {
 	to: number | "latest";
 	traces: TraceMode;
 	partitionSize?: number;
+	/** Rows from which settled chunks are no longer merged (chunk-merges.ts); kept in the manifest. */
+	compactRows?: number;
 	concurrency?: number;
 	/**
 	 * Stops the run (SIGTERM/SIGINT in the CLI): at once while it waits for the node, else once the
@@ -135,6 +137,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		const partitionSize = opts.partitionSize ?? DEFAULT_PARTITION_SIZE;
 		// Which chunks are settled, so their index files can be merged into runs (runs.ts).
 		manifest.partition_size ??= partitionSize;
+		if (opts.compactRows !== undefined) manifest.compact_rows = opts.compactRows;
 		const retired = createRetireLater();
 		// Damaged listed files of the range (missing, cut short): their chunks are fetched again, as they were.
 		const damaged = await damagedChunks(dataDir, manifest, (r) => r.to >= opts.from && r.from <= to, logger);

@@ -13,6 +13,7 @@ export interface BackfillOptions {
 	dataDir: string;
 	traces: TraceMode;
 	partitionSize: number;
+	compactRows?: number;
 	concurrency: number;
 	batchSize: number;
 	verbose: boolean;
@@ -20,7 +21,7 @@ export interface BackfillOptions {
 
 export const BACKFILL_USAGE = `usage: npm run backfill -- --chain eip155-<n> --rpc <url> [--rpc <url2>] --from <n> --to <n|latest>
        [--data-dir data] [--traces auto|parity|geth|off] [--partition-size 1000]
-       [--concurrency 8] [--batch-size 100] [--verbose]
+       [--compact-rows 8000000] [--concurrency 8] [--batch-size 100] [--verbose]
 env:   CHAINLAKE_RPC_URLS (comma-separated) stands in for --rpc, CHAINLAKE_DATA_DIR for --data-dir`;
 
 const blockNumber = (flag: string) =>
@@ -53,6 +54,11 @@ const schema = z.object({
 		.enum(["auto", "parity", "geth", "off"], { error: "--traces must be auto, parity, geth or off" })
 		.default("auto"),
 	"partition-size": positive("--partition-size", DEFAULT_PARTITION_SIZE),
+	"compact-rows": z
+		.string()
+		.regex(/^[1-9]\d{0,10}$/, "--compact-rows must be a positive integer (rows)")
+		.transform(Number)
+		.optional(),
 	concurrency: positive("--concurrency", DEFAULT_CONCURRENCY),
 	"batch-size": positive("--batch-size", 100),
 	verbose: z.boolean().default(false),
@@ -72,6 +78,7 @@ export function parseBackfillOptions(argv: string[], env: NodeJS.ProcessEnv = pr
 				"data-dir": { type: "string" },
 				traces: { type: "string" },
 				"partition-size": { type: "string" },
+				"compact-rows": { type: "string" },
 				concurrency: { type: "string" },
 				"batch-size": { type: "string" },
 				verbose: { type: "boolean" },
@@ -101,6 +108,7 @@ export function parseBackfillOptions(argv: string[], env: NodeJS.ProcessEnv = pr
 		dataDir: v["data-dir"],
 		traces: v.traces,
 		partitionSize: v["partition-size"],
+		compactRows: v["compact-rows"],
 		concurrency: v.concurrency,
 		batchSize: v["batch-size"],
 		verbose: v.verbose,

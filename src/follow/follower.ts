@@ -12,7 +12,6 @@ import {
 	replaceChunks,
 	writeChunkFiles,
 } from "../store/chunk-store.js";
-import { INDEX_NAMES } from "../store/indexes.js";
 import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
 import { listedPaths } from "../store/listing.js";
 import { acquireWriteLock } from "../store/lock.js";
@@ -25,9 +24,9 @@ import {
 	missingRanges,
 	nextGeneration,
 } from "../store/manifest.js";
+import { mergeDue, mergeNext } from "../store/merges.js";
 import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
 import { damagedChunks } from "../store/repair.js";
-import { mergeStep, planMerge } from "../store/runs.js";
 import { isFileError } from "../store/verify.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
@@ -44,7 +43,7 @@ const MAX_BLOCKS_PER_STEP = 200;
 export const DEFAULT_DELETE_GRACE_MS = 30_000;
 /** The longest wait between polls while the data folder's disk is full. */
 export const DISK_FULL_MAX_BACKOFF_MS = 30_000;
-/** After a failed index merge, the next attempt waits this long. */
+/** After a failed merge, the next attempt waits this long. */
 const MERGE_RETRY_MS = 60_000;
 /** One-block final files merged at a time before their partition is complete. */
 const COMPACT_RUN = 32;
@@ -183,8 +182,8 @@ export function createFollower(opts: FollowerOptions) {
 		timers.set(t, { due: Date.now() + grace, run });
 	}
 
-	// The manifest is changed by the step loop and by the commits of index merges, which run
-	// beside it; each change and its save happen alone.
+	// The manifest is changed by the step loop and by the commits of merges, which run beside
+	// it; each change and its save happen alone.
 	let queue: Promise<unknown> = Promise.resolve();
 	const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
 		const p = queue.then(fn);
@@ -195,25 +194,22 @@ export function createFollower(opts: FollowerOptions) {
 	let mergeRetryAt = 0;
 	const caughtUp = () => stats.storedHead != null && stats.nodeHead != null && stats.storedHead >= stats.nodeHead;
 	/**
-	 * Merges settled chunks' index files into runs (runs.ts) with a DuckDB of its own, while the
+	 * Merges settled chunks' index files into runs and their dataset files into larger chunks
+	 * (merges.ts) with a DuckDB of its own, while the
 	 * loop goes on following the head: a merge high in the tiers rewrites a lot, and head lag must
 	 * not wait for it. Only the commit takes turns with the steps.
 	 */
 	function mergeInBackground(s: NonNullable<typeof state>) {
 		if (merging || stopping || Date.now() < mergeRetryAt) return;
-		if (!INDEX_NAMES.some((i) => planMerge(dataDir, s.manifest, i))) return;
+		if (!mergeDue(dataDir, s.manifest)) return;
 		merging = (async () => {
 			const writer = await createParquetWriter();
 			try {
 				// One merge at a time, and none while the follower is behind: head lag comes first.
-				for (let more = true; more && !stopping && caughtUp(); ) {
-					more = false;
-					for (const index of INDEX_NAMES) {
-						const gone = await mergeStep(writer, dataDir, s.manifest, index, exclusive);
-						if (!gone) continue;
-						more = true;
-						retire(gone);
-					}
+				while (!stopping && caughtUp()) {
+					const gone = await mergeNext(writer, dataDir, s.manifest, exclusive);
+					if (!gone) break;
+					retire(gone);
 				}
 			} finally {
 				writer.close();
@@ -222,9 +218,7 @@ export function createFollower(opts: FollowerOptions) {
 			.catch((err: unknown) => {
 				// Not at every poll: a full disk or a damaged input would fail the same way.
 				mergeRetryAt = Date.now() + MERGE_RETRY_MS;
-				logger.warn(
-					`index merge on ${chain.id} failed, retried in ${MERGE_RETRY_MS / 1000} s: ${(err as Error).message}`,
-				);
+				logger.warn(`merge on ${chain.id} failed, retried in ${MERGE_RETRY_MS / 1000} s: ${(err as Error).message}`);
 			})
 			.finally(() => {
 				merging = null;

@@ -1,4 +1,5 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
+import { COMPACT_ROWS } from "./chunk-merges.js";
 import { INDEX_NAMES, INDEXES } from "./indexes.js";
 import { BITS_PER_KEY } from "./key-filter.js";
 import { PARQUET_OPTIONS } from "./parquet-writer.js";
@@ -29,6 +30,12 @@ data/<chain>/views.sql                                  DuckDB views, written by
   \`_<tag>\` there, 8 hex digits of the range's last block hash, and keep it.) Ranges are cut at
   multiples of \`--partition-size\` (1,000 blocks by default), so the same range always yields
   the same files.
+- Settled ranges (final, whole partitions) are merged, ${FAN_IN} adjacent ranges of one size at a
+  time, into ranges of ${FAN_IN}, ${FAN_IN ** 2}, ${FAN_IN ** 3}, ... partitions, until a range holds the manifest's
+  \`compact_rows\` rows over all its datasets (\`--compact-rows\`, ${COMPACT_ROWS.toLocaleString("en-US")} by default): files are
+  sized by rows, not blocks, so a chain of nearly empty blocks is not thousands of tiny files.
+  A merged range is listed like any other, one file per dataset; its inputs are deleted once no
+  reader needs them.
 - Each file is written under a temporary name and renamed when complete: a reader never sees
   half a file. A range is listed in \`_manifest.json\` only once all its files are in place;
   files the manifest does not list (left by a crash) are deleted by the next backfill, which
@@ -109,7 +116,7 @@ ${indexes.join("\n")}
 Being sorted by their key (address or hash), their row groups have narrow min/max statistics on
 it, so a reader filtering on one address or hash reads one or a few row groups. Once a chunk is
 settled (final, and a whole partition), its index files are merged with their neighbours' into
-runs of ${FAN_IN}, ${FAN_IN ** 2}, ${FAN_IN ** 3}, ... chunks (the manifest's \`runs\`; the file name's block range is
+runs of ${FAN_IN}, ${FAN_IN ** 2}, ${FAN_IN ** 3}, ... partitions (the manifest's \`runs\`; the file name's block range is
 the run's), each with a key filter beside it (\`<run>.parquet.filter\`: a Bloom filter of its
 keys, ${BITS_PER_KEY} bits a key, so a wallet or hash opens only the runs it can be in). A chunk a run
 covers no longer lists the index: its rows are the run's. Index files and runs are plain Parquet

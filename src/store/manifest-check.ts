@@ -45,6 +45,8 @@ const manifestSchema = z.looseObject({
 	ghosts: z.array(ghostSchema).optional(),
 	final_through: z.number().int().optional(),
 	generation: count.optional(),
+	partition_size: z.number().int().positive().optional(),
+	compact_rows: z.number().int().positive().optional(),
 });
 
 const DATASET_SET = new Set<string>(DATASETS);

@@ -62,6 +62,8 @@ export interface Manifest {
 	runs?: RunEntry[];
 	/** Blocks per partition (--partition-size) of the writers: which chunks are settled (runs.ts). */
 	partition_size?: number;
+	/** Rows (all datasets) from which a settled chunk is no longer merged (chunk-merges.ts); absent: COMPACT_ROWS. */
+	compact_rows?: number;
 }
 
 /** The generation the next save will have: what new files are named after. */
@@ -100,6 +102,7 @@ const KEY_ORDER = [
 	"chain_number",
 	"generation",
 	"partition_size",
+	"compact_rows",
 	"final_through",
 	"chunks",
 	"runs",

@@ -5,9 +5,9 @@ import { chainDir, partitionPath } from "./layout.js";
 import { isIndexed } from "./listing.js";
 import { acquireWriteLock } from "./lock.js";
 import { loadManifest, saveManifest } from "./manifest.js";
+import { deleteNow, mergeAll } from "./merges.js";
 import { createParquetWriter } from "./parquet-writer.js";
 import { createRetireLater } from "./retire-later.js";
-import { deleteNow, mergeAll } from "./runs.js";
 import { checkRuns } from "./verify-runs.js";
 
 /**
@@ -19,6 +19,8 @@ export async function reindexChain(
 	dataDir: string,
 	chain: { id: string; number: number },
 	onChunk?: (from: number, to: number) => void,
+	/** Rows from which settled chunks are no longer merged (chunk-merges.ts); kept in the manifest. */
+	compactRows?: number,
 ): Promise<number> {
 	const release = await acquireWriteLock(chainDir(dataDir, chain.id));
 	const writer = await createParquetWriter();
@@ -41,6 +43,10 @@ export async function reindexChain(
 		}
 		// Folders written before it was recorded: the writers' partition size is the longest chunk.
 		manifest.partition_size ??= Math.max(1, ...manifest.chunks.map((c) => c.to - c.from + 1));
+		if (compactRows !== undefined && compactRows !== manifest.compact_rows) {
+			manifest.compact_rows = compactRows;
+			await saveManifest(dataDir, manifest);
+		}
 		for (const c of manifest.chunks) {
 			const wanted = indexesFor(c.datasets).filter((i) => !isIndexed(manifest, i, c));
 			if (wanted.length === 0) continue;
@@ -49,7 +55,7 @@ export async function reindexChain(
 			onChunk?.(c.from, c.to);
 			done++;
 		}
-		// Then the merged runs (runs.ts); the files they replace go after the grace period, or at
+		// Then the merged runs and chunks (merges.ts); the files they replace go after the grace period, or at
 		// the next writer's start if this run ends first.
 		const retired = createRetireLater();
 		await mergeAll(writer, dataDir, manifest, async (files) => {

@@ -1,4 +1,3 @@
-import { rm } from "node:fs/promises";
 import { crashPoint } from "../util/crash-point.js";
 import { writeKeyFilter } from "./chunk-store.js";
 import { INDEX_NAMES, INDEXES, type IndexName } from "./indexes.js";
@@ -26,7 +25,7 @@ import type { ParquetWriter } from "./parquet-writer.js";
 export interface RunEntry extends RangeId {
 	index: IndexName;
 	gen: number;
-	/** Chunks merged: the run's level is floor(log_FAN_IN(chunks)). */
+	/** Partitions covered (named when each chunk was one partition): the level is floor(log_FAN_IN(chunks)). */
 	chunks: number;
 	rows: number;
 	/** Distinct keys (the filter's size). */
@@ -38,7 +37,15 @@ export const FAN_IN = 4;
 /** In a folder no follower keeps (no `final_through`), chunks this far below the tip count as final. */
 export const SETTLE_DEPTH = 64;
 
-const level = (chunks: number) => Math.floor(Math.log(chunks) / Math.log(FAN_IN) + 1e-9);
+/** A unit's level: floor(log_FAN_IN(partitions it spans)). */
+export const levelOf = (partitions: number) => Math.floor(Math.log(partitions) / Math.log(FAN_IN) + 1e-9);
+const level = levelOf;
+
+/** Partitions a chunk spans: 1, or FAN_IN^k once merged (chunk-merges.ts); a partial first one counts whole. */
+export const partitionsOf = (m: Manifest, c: { from: number; to: number }): number => {
+	const size = m.partition_size ?? 1;
+	return Math.floor(c.to / size) - Math.floor(c.from / size) + 1;
+};
 
 /** The chunks that will never be replaced, in block order (see the module comment). */
 export function settledChunks(m: Manifest): ChunkEntry[] {
@@ -48,12 +55,9 @@ export function settledChunks(m: Manifest): ChunkEntry[] {
 	const tip = sorted.at(-1)?.to ?? -1;
 	const finalThrough = m.final_through ?? tip - SETTLE_DEPTH;
 	const first = sorted[0]?.from ?? 0;
+	// Whole partitions (one, or several merged: chunk-merges.ts), the first one possibly partial.
 	return sorted.filter(
-		(c) =>
-			c.to <= finalThrough &&
-			(c.to + 1) % size === 0 &&
-			c.from === Math.max(first, c.to + 1 - size) &&
-			Math.floor(c.from / size) === Math.floor(c.to / size),
+		(c) => c.to <= finalThrough && (c.to + 1) % size === 0 && (c.from % size === 0 || c.from === first),
 	);
 }
 
@@ -78,7 +82,7 @@ export function planMerge(dataDir: string, m: Manifest, index: IndexName): Unit[
 				units.push({ ...run, path: partitionPath(dataDir, m.chain, index, run), run, chunks: run.chunks });
 		} else if (c.indexes?.includes(index)) {
 			const path = partitionPath(dataDir, m.chain, index, c);
-			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: 1, path, chunk: c });
+			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: partitionsOf(m, c), path, chunk: c });
 		} else {
 			// No index rows for this chunk (written before the index existed): nothing merges across it.
 			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: Number.NaN, path: "" });
@@ -143,30 +147,3 @@ export async function mergeStep(
 		return group.flatMap((u) => [u.path, filterPath(u.path)]);
 	});
 }
-
-/** Runs every due merge of every index; `retire` gets each commit's unlisted files. */
-export async function mergeAll(
-	writer: ParquetWriter,
-	dataDir: string,
-	m: Manifest,
-	retire: (files: string[]) => void | Promise<void>,
-	stop: () => boolean = () => false,
-): Promise<number> {
-	let merges = 0;
-	for (let more = true; more && !stop(); ) {
-		more = false;
-		for (const index of INDEX_NAMES) {
-			const gone = await mergeStep(writer, dataDir, m, index);
-			if (!gone) continue;
-			merges++;
-			more = true;
-			await retire(gone);
-		}
-	}
-	return merges;
-}
-
-/** Deletes files at once: for writers no API reader follows (synth), or files a crash left. */
-export const deleteNow = async (files: string[]) => {
-	for (const f of files) await rm(f, { force: true });
-};

@@ -5,8 +5,8 @@ import { DATASETS } from "../extract/rows.js";
 import { deriveIndexes } from "../store/chunk-store.js";
 import { alignedChunks, partitionPath } from "../store/layout.js";
 import { type ChunkEntry, loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/manifest.js";
+import { deleteNow, mergeAll } from "../store/merges.js";
 import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/parquet-writer.js";
-import { deleteNow, mergeAll } from "../store/runs.js";
 import type { ChainRef } from "../util/chain.js";
 import { chunkTablesSql, datasetSelectSql, macrosSql } from "./chunk-sql.js";
 import type { Scale } from "./scales.js";
@@ -16,6 +16,8 @@ export interface SynthOptions {
 	chain: ChainRef;
 	dataDir: string;
 	partitionSize: number;
+	/** Rows from which settled chunks are no longer merged (chunk-merges.ts); default COMPACT_ROWS. */
+	compactRows?: number;
 	/** DuckDB threads (default: all cores). */
 	threads?: number;
 	onChunk?: (entry: ChunkEntry, done: number, total: number) => void;
@@ -38,6 +40,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 		await conn.run(macrosSql(o.scale));
 		const manifest = await loadManifest(o.dataDir, o.chain.id, o.chain.number);
 		manifest.partition_size ??= o.partitionSize;
+		if (o.compactRows !== undefined) manifest.compact_rows = o.compactRows;
 		const todo = missingRanges(manifest, 0, o.scale.blocks - 1).flatMap(([a, b]) =>
 			alignedChunks(a, b, o.partitionSize),
 		);
@@ -66,7 +69,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 			await deriveIndexes(writer, o.dataDir, o.chain.id, entry);
 			manifest.chunks.push(entry);
 			await saveManifest(o.dataDir, manifest);
-			// Merged index runs as the backfill makes them; nothing serves a synth folder while it is written.
+			// Merged index runs and chunks as the backfill makes them; nothing serves a synth folder while it is written.
 			await mergeAll(writer, o.dataDir, manifest, deleteNow);
 			o.onChunk?.(entry, ++done, todo.length);
 		}

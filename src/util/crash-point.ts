@@ -44,6 +44,9 @@ export const CRASH_POINTS = [
 	"runs.merged", // a merged index run file written, no filter yet, the manifest still lists its inputs
 	"runs.filter-written", // the run's key filter written too, the manifest still lists the inputs
 	"runs.committed", // the manifest lists the run, its inputs not yet deleted
+	// store/chunk-merges.ts
+	"chunks.merged", // a merged chunk's dataset and index files written, the manifest still lists its inputs
+	"chunks.committed", // the manifest lists the merged chunk, its inputs not yet deleted
 ] as const;
 
 export type CrashPointName = (typeof CRASH_POINTS)[number];

@@ -202,6 +202,10 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
 	["runs.merged", mine], // a run file written, no filter, its inputs still listed
 	["runs.filter-written", none], // the restart merges again: run and filter written, not listed
 	["runs.committed", mine], // the run listed, its inputs unlisted but on disk
+	// Then the same chunks' dataset files merged into one chunk (chunk-merges.ts). A quiet chain:
+	// merges run only while the follower is caught up, which blocks every 100 ms prevent here.
+	["chunks.merged", none], // the merged chunk's files written, the small chunks still listed
+	["chunks.committed", none], // the merged chunk listed, the small chunks' files on disk
 	["follow.retire.file-removed:4", mine], // the next compaction's small files, half deleted
 	["follow.reorg.detected", reorg(dir)], // a reorg of the top 2 blocks seen
 	// Down for a while: the node moved on, so the orphaned blocks now lie deeper than the
@@ -281,7 +285,7 @@ describe.concurrent("crash at every point, restart", () => {
 			await assertReadable(join(dir, CHAIN_ID), at);
 		}
 		await finishAndCompare(dir, "follow-clean");
-		// 18 CLI runs; under a full parallel suite on 2 cores a start alone can take several seconds.
+		// 20 CLI runs; under a full parallel suite on 2 cores a start alone can take several seconds.
 	}, 480_000);
 });
 

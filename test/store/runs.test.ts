@@ -12,9 +12,10 @@ import { createRpcClient } from "../../src/rpc/client.js";
 import { INDEX_NAMES, INDEXES } from "../../src/store/indexes.js";
 import { filterPath, loadKeyFilter } from "../../src/store/key-filter.js";
 import { manifestPath, partitionPath } from "../../src/store/layout.js";
+import { isIndexed } from "../../src/store/listing.js";
 import type { Manifest } from "../../src/store/manifest.js";
 import { reindexChain } from "../../src/store/reindex.js";
-import { FAN_IN } from "../../src/store/runs.js";
+import { FAN_IN, partitionsOf, settledChunks } from "../../src/store/runs.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
@@ -113,9 +114,35 @@ describe("merged index runs", () => {
 				}
 				// The chunks it covers no longer list the index: their rows are the run's only.
 				const covered = m.chunks.filter((c) => c.from >= r.from && c.to <= r.to);
-				expect(covered.length).toBe(r.chunks);
+				expect(covered.reduce((n, c) => n + partitionsOf(m, c), 0)).toBe(r.chunks);
 				expect(covered.filter((c) => c.indexes?.includes(index))).toEqual([]);
 			}
+		}
+	});
+
+	it("the settled chunks' dataset files are merged too, 4 of a size at a time, rows unchanged", async () => {
+		const m = await manifestOf(join(root, "merged"));
+		const whole = await manifestOf(join(root, "whole"));
+		const spans = m.chunks.map((c) => partitionsOf(m, c));
+		// 2-block partitions: merged into chunks of FAN_IN² partitions (the runs' level 2), the
+		// unsettled tail left as written.
+		expect(spans).toContain(FAN_IN * FAN_IN);
+		expect(spans.every((n) => [1, FAN_IN, FAN_IN * FAN_IN, FAN_IN ** 3].includes(n))).toBe(true);
+		// Size-tiered: at most FAN_IN - 1 settled chunks of each level are left unmerged.
+		const settled = settledChunks(m);
+		expect(settled.reduce((n, c) => n + partitionsOf(m, c), 0)).toBeGreaterThan(FAN_IN ** 2 * 2);
+		expect(settled.length).toBeLessThanOrEqual((FAN_IN - 1) * 3);
+		for (const c of m.chunks)
+			for (const d of c.datasets) expect(existsSync(partitionPath(join(root, "merged"), m.chain, d, c))).toBe(true);
+		const total = (x: Manifest, d: string) => x.chunks.reduce((n, c) => n + (c.rows[d as "blocks"] ?? 0), 0);
+		for (const d of whole.chunks[0]?.datasets ?? []) expect(total(m, d), d).toBe(total(whole, d));
+		// Nothing unlisted left on disk by the merges (their inputs deleted after the grace).
+		const views = await openViews(join(root, "merged"), CHAIN);
+		try {
+			const [n] = await views.rows("SELECT count(*)::INT AS n FROM blocks");
+			expect(n?.n).toBe(total(whole, "blocks"));
+		} finally {
+			views.close();
 		}
 	});
 
@@ -190,7 +217,12 @@ describe("merged index runs", () => {
 				.filter((r) => r.index === run.index)
 				.map((r) => [r.from, r.to, r.chunks])
 				.sort((a, b) => (a[0] as number) - (b[0] as number));
-		expect(spans(after)).toEqual(spans(before));
+		// The other runs stay; the rebuilt range is indexed again: by a run, or (the dropped run
+		// having covered one merged chunk) by that chunk's own index file.
+		expect(spans(after)).toEqual(expect.arrayContaining(spans(before).filter((s) => s[0] !== run.from)));
+		const inRange = after.chunks.filter((c) => c.from >= run.from && c.to <= run.to);
+		expect(inRange.length).toBeGreaterThan(0);
+		for (const c of inRange) expect(isIndexed(after, run.index, c), `${c.from}..${c.to}`).toBe(true);
 		expect((await runScript("verify.ts", ["--data-dir", dir])).code).toBe(0);
 		const repaired = await serve(dir);
 		const whole = await serve(join(root, "whole"));
