@@ -1,6 +1,6 @@
 import { crashPoint } from "../util/crash-point.js";
 import { writeKeyFilter } from "./chunk-store.js";
-import { INDEX_NAMES, INDEXES, type IndexName } from "./indexes.js";
+import { INDEXES, type IndexName } from "./indexes.js";
 import { filterPath } from "./key-filter.js";
 import { partitionPath, type RangeId } from "./layout.js";
 import { runsOf } from "./listing.js";
