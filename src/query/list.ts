@@ -5,6 +5,8 @@ import type { Params, Row, Snapshot } from "./store.js";
 
 /** Blocks of a page's first query, the probe (unless the query knows its rows a block, as /blocks does). */
 export const FIRST_WINDOW_BLOCKS = 256;
+/** Dataset rows of the first window after the probe (four of a dataset file's row groups). */
+export const WINDOW_ROWS = 262_144;
 
 export interface Page {
 	start: number;
@@ -47,9 +49,14 @@ export interface ListQuery {
  *   wallet's rows span many row groups), so min/max statistics on block_number skip all but a
  *   few row groups: a busy wallet's newest page, or a page deep in its history, costs a few row
  *   groups instead of a sort of everything it did in that chunk.
- * - Then windows of 1, 2, 4, ... chunks: a quiet wallet's page costs a few windows. Windows
- *   growing by blocks instead were measured worse: activity is so uneven over a chain's history
- *   that a window sized from the rows seen so far often took in millions of rows to sort.
+ * - Then windows. Read from an index (a wallet), windows of 1, 2, 4, ... chunks: an index read
+ *   costs by the files it opens, and the runs hold whole chunks. Read from a dataset (a token's
+ *   transfers, a caller's creations), windows of about WINDOW_ROWS, twice that, four times ...
+ *   rows (from the manifest's row counts, a merged chunk's spread evenly over its partitions):
+ *   as many windows whatever the chain's partition size. Whole chunks there were measured worse
+ *   (a window of one merged chunk sorted 14 times the rows of a finer layout's first window), and
+ *   so were rows per window from the rows seen so far (activity is so uneven over a chain's
+ *   history that one often took in millions of rows to sort). BENCHMARKS.md has the figures.
  */
 export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<ListResult> {
 	const key = q.key ?? "id";
@@ -66,13 +73,18 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const hi = desc && afterBlock !== undefined ? Math.min(page.end, afterBlock) : page.end;
 	if (lo > hi) return { rows: [], hasMore: false };
 
-	const chunks = db.chunks().filter((c) => c.to >= lo && c.from <= hi && hasFiles(c, q.dataset));
+	const chunks = piecesOf(
+		db.chunks().filter((c) => c.to >= lo && c.from <= hi && hasFiles(c, q.dataset)),
+		db.partitionSize(),
+		lo,
+		hi,
+	);
 	if (desc) chunks.reverse();
 	const first = chunks[0];
 	if (!first) return { rows: [], hasMore: false };
 	const rows: Row[] = [];
-	const read = async (window: [number, number], batch: readonly ChunkEntry[]) => {
-		const useIndex = q.index !== undefined && batch.every((c) => db.indexed(q.index?.name as IndexName, c));
+	const read = async (window: [number, number], batch: readonly Piece[]) => {
+		const useIndex = q.index !== undefined && batch.every((p) => db.indexed(q.index?.name as IndexName, p.chunk));
 		const source = useIndex ? q.index?.name : q.dataset;
 		const where = useIndex ? q.index?.where : q.where;
 		const after = page.after === undefined ? "" : ` AND ${key} ${desc ? "<" : ">"} $after`;
@@ -92,13 +104,64 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		probe,
 		chunks.filter((c) => c.to >= probe[0] && c.from <= probe[1]),
 	);
-	// Then windows of 1, 2, 4, ... chunks, without the blocks the probe read.
-	for (let i = 0, size = 1; i < chunks.length && rows.length <= page.limit; i += size, size *= 2) {
-		const batch = chunks.slice(i, i + size);
-		const from = Math.max(lo, Math.min(...batch.map((c) => c.from)), desc ? lo : probe[1] + 1);
-		const to = Math.min(hi, Math.max(...batch.map((c) => c.to)), desc ? probe[0] - 1 : hi);
+	// Then the windows, without the blocks the probe read.
+	const byIndex = q.index !== undefined && chunks.every((p) => db.indexed(q.index?.name as IndexName, p.chunk));
+	for (let i = 0, size = 1, want = WINDOW_ROWS; i < chunks.length && rows.length <= page.limit; size *= 2, want *= 2) {
+		const j = byIndex ? afterChunks(chunks, i, size) : afterRows(chunks, i, want, q.dataset);
+		const batch = chunks.slice(i, j);
+		i = j;
+		const [a, b] = [batch[0] as Piece, batch.at(-1) as Piece];
+		const from = Math.max(lo, Math.min(a.from, b.from), desc ? lo : probe[1] + 1);
+		const to = Math.min(hi, Math.max(a.to, b.to), desc ? probe[0] - 1 : hi);
 		if (from <= to) await read([from, to], batch);
 	}
 	const hasMore = rows.length > page.limit;
 	return { rows: hasMore ? rows.slice(0, page.limit) : rows, hasMore };
+}
+
+/** A partition's blocks within a chunk: the unit windows grow by. */
+interface Piece {
+	from: number;
+	to: number;
+	chunk: ChunkEntry;
+}
+
+/** The chunks' partitions overlapping [lo, hi], in block order (one piece a chunk without a partition size). */
+function piecesOf(chunks: readonly ChunkEntry[], size: number | undefined, lo: number, hi: number): Piece[] {
+	const out: Piece[] = [];
+	for (const chunk of chunks) {
+		if (!size) {
+			out.push({ from: chunk.from, to: chunk.to, chunk });
+			continue;
+		}
+		const from = Math.max(chunk.from, lo);
+		const to = Math.min(chunk.to, hi);
+		for (let p = Math.floor(from / size); p * size <= to; p++)
+			out.push({ from: Math.max(chunk.from, p * size), to: Math.min(chunk.to, (p + 1) * size - 1), chunk });
+	}
+	return out;
+}
+
+/** A piece's rows of `dataset`, its chunk's spread evenly over the chunk's blocks. */
+const rowsIn = (p: Piece, dataset: DatasetName): number =>
+	((p.chunk.rows[dataset] ?? 0) * (p.to - p.from + 1)) / (p.chunk.to - p.chunk.from + 1);
+
+/** The end of a window of `size` chunks' pieces from piece `i`. */
+function afterChunks(pieces: readonly Piece[], i: number, size: number): number {
+	let j = i;
+	for (let seen = 0, last: ChunkEntry | undefined; j < pieces.length; j++) {
+		const c = (pieces[j] as Piece).chunk;
+		if (c === last) continue;
+		if (seen === size) break;
+		seen++;
+		last = c;
+	}
+	return j;
+}
+
+/** The end of a window of about `want` rows of `dataset` from piece `i` (at least one piece). */
+function afterRows(pieces: readonly Piece[], i: number, want: number, dataset: DatasetName): number {
+	let j = i;
+	for (let n = 0; j < pieces.length && (j === i || n < want); j++) n += rowsIn(pieces[j] as Piece, dataset);
+	return j;
 }

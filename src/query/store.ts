@@ -100,6 +100,8 @@ export interface Snapshot {
 	indexed(index: IndexName, chunk: ChunkEntry): boolean;
 	/** The chunks stored, in block order. */
 	chunks(): readonly ChunkEntry[];
+	/** Blocks per partition of the chain's writers (manifest `partition_size`), if recorded. */
+	partitionSize(): number | undefined;
 	/** The newest block stored, or null while there is none. */
 	head(): number | null;
 	/**
@@ -434,6 +436,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				query: (sql, params = {}, window, key) => run(manifest, sql, params, budget, window, key),
 				indexed: (index, chunk) => manifest !== null && isIndexed(manifest, index, chunk),
 				chunks: () => [...(manifest?.chunks ?? [])].sort((a, b) => a.from - b.from),
+				partitionSize: () => manifest?.partition_size,
 				// The manifest's last block: the head, without reading a file.
 				head: () => (manifest?.chunks.length ? Math.max(...manifest.chunks.map((c) => c.to)) : null),
 				memo: (key, compute) => memo(manifest, key, compute),
