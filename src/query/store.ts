@@ -276,7 +276,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		key: string | undefined,
 		read: { files: number; paths?: string[] },
 	) =>
-		sql.replace(/\{([a-z_]+)\}/g, (whole, name: string) => {
+		sql.replace(/\{([a-z][a-z0-9_]*)\}/g, (whole, name: string) => {
 			const ghost = name === GHOST_DATASET;
 			const index = name in INDEXES ? INDEXES[name as IndexName] : undefined;
 			if (!ghost && !index && !DATASETS.includes(name as DatasetName)) return whole;
@@ -293,10 +293,14 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 			read.paths?.push(...files);
 			if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
 			const source = ghost ? "blocks" : (index?.source ?? (name as DatasetName));
-			const columns = Object.entries(SCHEMAS[source] as Record<string, readonly [string, string]>).map(
-				([c, [type]]) => `NULL::${type} AS "${c}"`,
-			);
-			if (index && !(index.key in SCHEMAS[source])) columns.unshift(`NULL::VARCHAR AS "${index.key}"`);
+			const own: Record<string, string> | undefined = index && "columns" in index ? index.columns : undefined;
+			const typed = own
+				? Object.entries(own)
+				: Object.entries(SCHEMAS[source] as Record<string, readonly [string, string]>).map(
+						([c, [type]]) => [c, type] as const,
+					);
+			const columns = typed.map(([c, type]) => `NULL::${type} AS "${c}"`);
+			if (index && !own && !(index.key in SCHEMAS[source])) columns.unshift(`NULL::VARCHAR AS "${index.key}"`);
 			return `(SELECT ${columns.join(", ")} WHERE false)`;
 		});
 
@@ -331,7 +335,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	const filtersOf = (manifest: Manifest | null, sql: string, window?: readonly [number, number]): string[] => {
 		if (!manifest) return [];
 		const out: string[] = [];
-		for (const [, name] of sql.matchAll(/\{([a-z_]+)\}/g))
+		for (const [, name] of sql.matchAll(/\{([a-z][a-z0-9_]*)\}/g))
 			if (name && name in INDEXES)
 				for (const f of indexFiles(dataDir, manifest, name as IndexName, window)) if (f.filter) out.push(f.filter);
 		return out;

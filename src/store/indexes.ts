@@ -1,4 +1,5 @@
 import type { DatasetName } from "../extract/rows.js";
+import { erc20DeltasSql, LIMBS } from "./amounts.js";
 
 /**
  * Index files: per chunk, a copy of a dataset's rows re-sorted by address, one row per side
@@ -22,6 +23,10 @@ export interface IndexDef {
 	key: "address" | "hash";
 	/** Rows per row group: a lookup decodes one whole row group of the columns it reads. */
 	rowGroupSize: number;
+	/** How runs merge files `src` of this index (default: every row, re-sorted). */
+	merge?(src: string): string;
+	/** Its columns with their types, where they are not the source's plus `key` (an empty relation's). */
+	columns?: Record<string, string>;
 	doc: string;
 }
 
@@ -63,6 +68,26 @@ export const INDEXES = {
 		key: "hash",
 		rowGroupSize: 2_048,
 		doc: "every blocks row, sorted by block hash, in small row groups: a lookup by hash reads one",
+	},
+	// Balances (balances.ts): per chunk, and per run once merged, each holder's net change of
+	// each ERC-20 token, summed exactly (uint256 as signed 18-digit limbs: amounts.ts).
+	erc20_balances: {
+		source: "transfers",
+		select: (src: string) => erc20DeltasSql(src),
+		sortKey: "address, token",
+		key: "address",
+		rowGroupSize: 16_384,
+		merge: (src: string) =>
+			`SELECT address, token, ${LIMBS.map((l) => `sum(${l})::DECIMAL(38,0) AS ${l}`).join(", ")}, min(first_block) AS first_block, max(last_block) AS last_block, sum(transfers)::BIGINT AS transfers FROM ${src} GROUP BY address, token`,
+		columns: {
+			address: "VARCHAR",
+			token: "VARCHAR",
+			...Object.fromEntries(LIMBS.map((l) => [l, "DECIMAL(38,0)"])),
+			first_block: "UBIGINT",
+			last_block: "UBIGINT",
+			transfers: "BIGINT",
+		},
+		doc: "each holder's (`address`) net change of each ERC-20 token (`token`) over the file's blocks, as signed sums `d0`..`d4` of the amounts' 18-digit decimal limbs (balance = Σ d_k × 10^(18k), exact for uint256), with the first and last block of a change and the transfers counted; sorted by address and token; merged runs sum them",
 	},
 } as const satisfies Record<string, IndexDef>;
 

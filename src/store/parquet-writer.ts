@@ -6,7 +6,7 @@ import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
 import { fsyncDir, fsyncFile, mkdirDurably } from "../util/fsync.js";
-import { INDEXES, type IndexName } from "./indexes.js";
+import { INDEXES, type IndexDef, type IndexName } from "./indexes.js";
 import { SCHEMAS, SORT_KEY } from "./schema.js";
 
 /**
@@ -130,8 +130,11 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 		async mergeIndex(index, files, path) {
 			await mkdirDurably(dirname(path));
 			const tmp = `${path}.tmp`;
+			const source = `read_parquet([${files.map(quote).join(", ")}])`;
+			const def: IndexDef = INDEXES[index];
+			const rows = def.merge ? def.merge(source) : `SELECT * FROM ${source}`;
 			const copied = await conn.runAndReadAll(
-				`COPY (SELECT * FROM read_parquet([${files.map(quote).join(", ")}]) ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${indexCopyOptions(index)})`,
+				`COPY (${rows} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${indexCopyOptions(index)})`,
 			);
 			await fsyncFile(tmp);
 			crashPoint("parquet.merge.tmp-written");
