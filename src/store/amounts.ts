@@ -36,6 +36,30 @@ export const signedLimbSumsSql = (sign: string, value: string): string =>
 		", ",
 	);
 
+/** The limb sums (HUGEINT, named d0..d4) of decimal text amounts `value` times `sign`. */
+export const signedLimbSumsHugeSql = (sign: string, value: string): string =>
+	LIMBS.map((l, k) => `sum(${sign} * ${limbSql(`lpad(${value}, ${WIDTH}, '0')`, k)})::HUGEINT AS ${l}`).join(", ");
+
+/**
+ * Columns n0..n4 of limb sums `d0`..`d4` (HUGEINT) with the carries done: n0..n3 in [0, 10^18),
+ * n4 signed. Two amounts then compare as (n4, n3, n2, n1, n0) lexicographically, and an amount
+ * is zero exactly when every n_k is. DuckDB lets a select list use its earlier aliases.
+ */
+export function normalizedLimbsSql(): string {
+	const base = `1${"0".repeat(DIGITS)}::HUGEINT`;
+	// Floor division (DuckDB's // truncates toward zero).
+	const floorDiv = (x: string) =>
+		`(CASE WHEN ${x} >= 0 THEN ${x} // ${base} ELSE -((-${x} + ${base} - 1) // ${base}) END)`;
+	const parts: string[] = [];
+	let carried = "d0";
+	for (let k = 0; k < LIMBS.length - 1; k++) {
+		parts.push(`${carried} AS t${k}`, `${floorDiv(`t${k}`)} AS c${k}`, `t${k} - c${k} * ${base} AS n${k}`);
+		carried = `(d${k + 1} + c${k})`;
+	}
+	parts.push(`${carried} AS n${LIMBS.length - 1}`);
+	return parts.join(", ");
+}
+
 /** SQL summing the limbs of relation rows (each `sum(d_k)` as text, for amountOf). */
 export const limbSumsSql = (filter = ""): string =>
 	LIMBS.map((l) => `CAST(sum(${l}) ${filter} AS VARCHAR) AS ${l}`).join(", ");

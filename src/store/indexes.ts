@@ -20,7 +20,7 @@ export interface IndexDef {
 	/** Sort order of the file; the first column, `key`, is the one min/max statistics prune on. */
 	sortKey: string;
 	/** The column a lookup names (a wallet, a hash); key filters (key-filter.ts) are built over it. */
-	key: "address" | "hash";
+	key: "address" | "hash" | "token";
 	/** Rows per row group: a lookup decodes one whole row group of the columns it reads. */
 	rowGroupSize: number;
 	/** How runs merge files `src` of this index (default: every row, re-sorted). */
@@ -29,6 +29,20 @@ export interface IndexDef {
 	columns?: Record<string, string>;
 	doc: string;
 }
+
+/** Runs of ERC-20 deltas sum them per (holder, token). */
+const mergeDeltasSql = (src: string) =>
+	`SELECT address, token, ${LIMBS.map((l) => `sum(${l})::DECIMAL(38,0) AS ${l}`).join(", ")}, min(first_block) AS first_block, max(last_block) AS last_block, sum(transfers)::BIGINT AS transfers FROM ${src} GROUP BY address, token`;
+const DELTA_COLUMNS: Record<string, string> = {
+	address: "VARCHAR",
+	token: "VARCHAR",
+	...Object.fromEntries(LIMBS.map((l) => [l, "DECIMAL(38,0)"])),
+	first_block: "UBIGINT",
+	last_block: "UBIGINT",
+	transfers: "BIGINT",
+};
+const DELTAS_DOC =
+	"each holder's (`address`) net change of each ERC-20 token (`token`) over the file's blocks, as signed sums `d0`..`d4` of the amounts' 18-digit decimal limbs (balance = Σ d_k × 10^(18k), exact for uint256), with the first and last block of a change and the transfers counted; merged runs sum them";
 
 /** The other side is kept only when it differs, so a self-transfer appears once. */
 const bySides = (a: string, b: string) => (src: string) =>
@@ -69,25 +83,28 @@ export const INDEXES = {
 		rowGroupSize: 2_048,
 		doc: "every blocks row, sorted by block hash, in small row groups: a lookup by hash reads one",
 	},
-	// Balances (balances.ts): per chunk, and per run once merged, each holder's net change of
-	// each ERC-20 token, summed exactly (uint256 as signed 18-digit limbs: amounts.ts).
+	// Balances (query/balances.ts): per chunk, and per run once merged, each holder's net change
+	// of each ERC-20 token, summed exactly (uint256 as signed 18-digit limbs: amounts.ts); by
+	// holder for a wallet's tokens, by token for a token's holders.
 	erc20_balances: {
 		source: "transfers",
 		select: (src: string) => erc20DeltasSql(src),
 		sortKey: "address, token",
 		key: "address",
 		rowGroupSize: 16_384,
-		merge: (src: string) =>
-			`SELECT address, token, ${LIMBS.map((l) => `sum(${l})::DECIMAL(38,0) AS ${l}`).join(", ")}, min(first_block) AS first_block, max(last_block) AS last_block, sum(transfers)::BIGINT AS transfers FROM ${src} GROUP BY address, token`,
-		columns: {
-			address: "VARCHAR",
-			token: "VARCHAR",
-			...Object.fromEntries(LIMBS.map((l) => [l, "DECIMAL(38,0)"])),
-			first_block: "UBIGINT",
-			last_block: "UBIGINT",
-			transfers: "BIGINT",
-		},
-		doc: "each holder's (`address`) net change of each ERC-20 token (`token`) over the file's blocks, as signed sums `d0`..`d4` of the amounts' 18-digit decimal limbs (balance = Σ d_k × 10^(18k), exact for uint256), with the first and last block of a change and the transfers counted; sorted by address and token; merged runs sum them",
+		merge: mergeDeltasSql,
+		columns: DELTA_COLUMNS,
+		doc: `${DELTAS_DOC}; sorted by address and token`,
+	},
+	erc20_holders: {
+		source: "transfers",
+		select: (src: string) => erc20DeltasSql(src),
+		sortKey: "token, address",
+		key: "token",
+		rowGroupSize: 16_384,
+		merge: mergeDeltasSql,
+		columns: DELTA_COLUMNS,
+		doc: `the rows of \`erc20_balances\`, sorted by token and address (a token's holders)`,
 	},
 } as const satisfies Record<string, IndexDef>;
 

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tokenBalances } from "../../src/query/balances.js";
+import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../src/query/holders.js";
 import { createStore, type Store } from "../../src/query/store.js";
 import { amountOf, withDecimals } from "../../src/store/amounts.js";
 import { manifestPath } from "../../src/store/layout.js";
@@ -115,6 +116,37 @@ describe("ERC-20 balances from the lake", () => {
 					expect(ours?.raw ?? 0n, `${dir}: ${holder} at ${block}`).toBe(want);
 					if (ours) expect(ours.seenAt).toBeLessThanOrEqual(block);
 				}
+			}
+		}
+	}, 240_000);
+
+	it("a token's holders, paged by balance then address, equal balanceOf's at the head and at past blocks", async () => {
+		const merged = await manifestOf(join(root, "merged"));
+		const head = Number(await rpc("eth_blockNumber"));
+		const runs = (merged.runs ?? []).filter((r) => r.index === "erc20_holders");
+		expect(runs.length).toBeGreaterThan(0);
+		const past = [...runs.map((r) => Math.floor((r.from + r.to) / 2)), head - 40];
+		for (const dir of ["merged", "whole"]) {
+			const store = await createStore(join(root, dir));
+			stores.push(store);
+			for (const block of [head, ...past]) {
+				const want: [string, bigint][] = [];
+				for (const h of holders) {
+					if (h === ZERO_ADDRESS) continue;
+					const b = await balanceOf(h, block);
+					if (b !== 0n) want.push([h, b]);
+				}
+				want.sort((a, b) => (a[1] === b[1] ? (a[0] < b[0] ? -1 : 1) : a[1] > b[1] ? -1 : 1));
+				const got: [string, bigint][] = [];
+				let after: HolderCursor | undefined;
+				for (let pages = 0; pages < 50; pages++) {
+					const page = await tokenHolders(store.snapshot(`eip155-${CHAIN}`), token, { limit: 2, after }, block);
+					if ("tooMany" in page) throw new Error("too many");
+					got.push(...page.holders.map((h): [string, bigint] => [h.address, h.raw]));
+					if (!page.hasMore) break;
+					after = page.next;
+				}
+				expect(got, `${dir} at ${block}`).toEqual(want);
 			}
 		}
 	}, 240_000);
