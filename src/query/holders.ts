@@ -78,9 +78,7 @@ export async function tokenHolders(
 	if (page.after) {
 		// Rows after the cursor in (n4..n0 descending, address ascending) order.
 		const c = page.after;
-		order.forEach((col, i) => {
-			params[`c${i}`] = c.limbs[i] ?? "0";
-		});
+		for (let i = 0; i < order.length; i++) params[`c${i}`] = c.limbs[i] ?? "0";
 		params.ca = c.address;
 		const terms = order.map((col, i) => {
 			const equal = order.slice(0, i).map((e, j) => `${e} = $c${j}::HUGEINT`);
