@@ -19,6 +19,7 @@ import { createMetrics, type FollowSource } from "./metrics.js";
 import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./rate-limit.js";
 import { stringifyExact } from "./records.js";
 import { addressRoutes } from "./routes/address.js";
+import { balancesRoutes } from "./routes/balances.js";
 import { blockRoutes } from "./routes/blocks.js";
 import { contractRoutes } from "./routes/contracts.js";
 import { healthRoutes } from "./routes/health.js";
@@ -186,6 +187,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			txRoutes(scoped, ctx);
 			blockRoutes(scoped, ctx);
 			contractRoutes(scoped, ctx);
+			balancesRoutes(scoped, ctx);
 		},
 		{ prefix: base },
 	);

@@ -1,8 +1,11 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { encodeFunctionData, parseAbi } from "viem";
+import type { FastifyInstance } from "fastify";
+import { encodeDeployData, encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/api/app.js";
+import { createKeyring } from "../../src/api/keys.js";
 import { tokenBalances } from "../../src/query/balances.js";
 import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../src/query/holders.js";
 import { createStore, type Store } from "../../src/query/store.js";
@@ -10,9 +13,10 @@ import { amountOf, withDecimals } from "../../src/store/amounts.js";
 import { manifestPath } from "../../src/store/layout.js";
 import type { Manifest } from "../../src/store/manifest.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { compileContracts } from "../../src/workload/compile.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto, openViews } from "../helpers/anvil-chain.js";
-import { nodeCall, sendMined } from "../helpers/node-rpc.js";
+import { nodeCall, receiptBlock, sendMined } from "../helpers/node-rpc.js";
 
 /**
  * ERC-20 balances from the lake (src/query/balances.ts over the erc20_balances index) against the
@@ -25,23 +29,31 @@ const CHAIN = 31337;
 const ERC20 = parseAbi([
 	"function balanceOf(address) view returns (uint256)",
 	"function transfer(address, uint256) returns (bool)",
+	"function mint(address, uint256)",
+	"function totalSupply() view returns (uint256)",
 ]);
 let anvil: AnvilInstance;
 let root: string;
 let token: string;
+/** A second token, so a wallet holds several. */
+let token2: string;
 let holders: string[];
+let wallets: string[];
 const stores: Store[] = [];
 
 const rpc = (method: string, params: unknown[] = []) => nodeCall(anvil.url, method, params);
-const balanceOf = async (holder: string, block: number) =>
+// (A block before the token existed: no code, "0x": nothing held.)
+const balanceOf = async (holder: string, block: number, of = token) =>
 	BigInt(
-		(await rpc("eth_call", [
-			{
-				to: token,
-				data: encodeFunctionData({ abi: ERC20, functionName: "balanceOf", args: [holder as `0x${string}`] }),
-			},
-			`0x${block.toString(16)}`,
-		])) as string,
+		(
+			(await rpc("eth_call", [
+				{
+					to: of,
+					data: encodeFunctionData({ abi: ERC20, functionName: "balanceOf", args: [holder as `0x${string}`] }),
+				},
+				`0x${block.toString(16)}`,
+			])) as string
+		).replace(/^0x$/, "0x0"),
 	);
 
 beforeAll(async () => {
@@ -62,6 +74,35 @@ beforeAll(async () => {
 		});
 		if (i % 5 === 0) await rpc("anvil_mine", ["0x3"]);
 	}
+	// A second token: minted to three holders, passed on a little.
+	const artifacts = await compileContracts();
+	const t20 = artifacts.Token20 as { abi: readonly unknown[]; bytecode: `0x${string}` };
+	const created = await nodeCall(anvil.url, "eth_sendTransaction", [
+		{ from: deployer, data: encodeDeployData({ abi: t20.abi, bytecode: t20.bytecode, args: ["Second", "SEC"] }) },
+	]);
+	await receiptBlock(anvil.url, created);
+	const receipt = (await rpc("eth_getTransactionReceipt", [created])) as { contractAddress: string };
+	token2 = receipt.contractAddress.toLowerCase();
+	for (const [i, to] of [accounts[3], accounts[4], deployer].entries()) {
+		await sendMined(anvil.url, {
+			from: deployer as string,
+			to: token2,
+			data: encodeFunctionData({
+				abi: ERC20,
+				functionName: "mint",
+				args: [to as `0x${string}`, 5n * 10n ** 30n + BigInt(i)],
+			}),
+		});
+	}
+	await sendMined(anvil.url, {
+		from: accounts[3] as string,
+		to: token2,
+		data: encodeFunctionData({
+			abi: ERC20,
+			functionName: "transfer",
+			args: [accounts[5] as `0x${string}`, 10n ** 29n],
+		}),
+	});
 	await rpc("anvil_mine", ["0x46"]);
 	root = await mkdtemp(join(tmpdir(), "chainlake-balances-"));
 	await backfillInto(join(root, "merged"), anvil.url, CHAIN, { partitionSize: 2, traces: "parity" });
@@ -72,6 +113,12 @@ beforeAll(async () => {
 			await views.rows(
 				"SELECT DISTINCT a FROM (SELECT sender AS a FROM transfers WHERE contract = $t UNION SELECT recipient FROM transfers WHERE contract = $t) ORDER BY a",
 				{ t: token },
+			)
+		).map((r) => String(r.a));
+		wallets = (
+			await views.rows(
+				"SELECT DISTINCT recipient AS a FROM transfers WHERE token_standard = 'erc20' AND recipient <> $z ORDER BY a",
+				{ z: ZERO_ADDRESS },
 			)
 		).map((r) => String(r.a));
 	} finally {
@@ -150,6 +197,137 @@ describe("ERC-20 balances from the lake", () => {
 			}
 		}
 	}, 240_000);
+
+	describe("over HTTP, as the official client calls it", () => {
+		const KEY = "balances-key";
+		let app: FastifyInstance;
+		/** The official client's request: Basic auth with the key as username, its paging parameters. */
+		const get = (path: string) =>
+			app.inject({
+				url: `/balances/eip155-${CHAIN}/v1${path}`,
+				headers: { authorization: `Basic ${Buffer.from(`${KEY}:`).toString("base64")}` },
+			});
+		/** The client's paging loop (parsiq.js HttpClient.query): limit and batchSize sent, next_offset fed back. */
+		async function pageAll(path: string, batchSize: number): Promise<Record<string, unknown>[]> {
+			const items: Record<string, unknown>[] = [];
+			let offset: string | undefined;
+			for (let pages = 0; pages < 100; pages++) {
+				const sep = path.includes("?") ? "&" : "?";
+				const r = await get(
+					`${path}${sep}batchSize=${batchSize}&limit=${batchSize}${offset ? `&offset=${offset}` : ""}`,
+				);
+				expect(r.statusCode, r.body).toBe(200);
+				const body = r.json() as {
+					range: { has_more: boolean; next_offset: string | null };
+					items: Record<string, unknown>[];
+				};
+				items.push(...body.items);
+				if (!body.range.has_more) return items;
+				offset = body.range.next_offset ?? undefined;
+			}
+			throw new Error(`more than 100 pages of ${path}`);
+		}
+
+		beforeAll(async () => {
+			const store = await createStore(join(root, "merged"));
+			stores.push(store);
+			app = await buildApp({
+				store,
+				keyring: createKeyring({ path: join(root, "keys.json"), envKeys: [KEY] }),
+				dataDir: join(root, "merged"),
+			});
+		});
+		afterAll(async () => {
+			await app?.close();
+		});
+
+		it("a wallet's tokens, a page at a time, equal balanceOf of each token", async () => {
+			const head = Number(await rpc("eth_blockNumber"));
+			expect(wallets.length).toBeGreaterThan(3);
+			let several = 0;
+			for (const w of wallets) {
+				for (const block of [head, head - 80]) {
+					const items = await pageAll(`/addresses/${w}/tokens?block_number=${block}`, 1);
+					const want: [string, string][] = [];
+					for (const t of [token, token2].sort()) {
+						const b = await balanceOf(w, block, t);
+						if (b !== 0n) want.push([t, b.toString()]);
+					}
+					expect(
+						items.map((i) => [(i.token as { address: string }).address, i.value_raw]),
+						`${w} at ${block}`,
+					).toEqual(want);
+					for (const i of items) expect(i.estimated_usd_value).toBeNull();
+					if (items.length > 1) several++;
+				}
+			}
+			expect(several).toBeGreaterThan(0);
+		}, 120_000);
+
+		it("a token's holders, a page at a time, and its supply equal balanceOf and totalSupply", async () => {
+			const head = Number(await rpc("eth_blockNumber"));
+			for (const t of [token, token2]) {
+				const items = await pageAll(`/tokens/${t}/holders`, 2);
+				const got = items.map((i) => [i.address, i.value_raw]);
+				expect(new Set(got.map((g) => g[0])).size).toBe(got.length);
+				for (const [h, v] of got) expect(v, `${t} ${h}`).toBe((await balanceOf(h as string, head, t)).toString());
+				const values = got.map((g) => BigInt(g[1] as string));
+				expect(values).toEqual([...values].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0)));
+				const info = await get(`/tokens/${t}`);
+				expect(info.statusCode, info.body).toBe(200);
+				const supply = BigInt(
+					(await rpc("eth_call", [
+						{ to: t, data: encodeFunctionData({ abi: ERC20, functionName: "totalSupply" }) },
+						"latest",
+					])) as string,
+				);
+				expect(info.json().total_supply_raw).toBe(supply.toString());
+				expect(values.reduce((a, b) => a + b, 0n)).toBe(supply);
+			}
+		}, 120_000);
+
+		it("bad input gets a 4xx saying what to fix; no key, a 401", async () => {
+			const w = wallets[0] as string;
+			const cases: [string, number, string][] = [
+				[`/addresses/${w}/tokens?offset=zzz`, 400, "INVALID_OFFSET"],
+				[`/tokens/${token}/holders?offset=1_2_3`, 400, "INVALID_OFFSET"],
+				[`/addresses/${w}/tokens?block_number=99999999`, 400, "BLOCK_NOT_STORED"],
+				[`/addresses/0x12/tokens`, 400, ""],
+				[`/tokens/${token}?colour=red`, 400, ""],
+			];
+			for (const [path, status, code] of cases) {
+				const r = await get(path);
+				expect(r.statusCode, `${path}: ${r.body}`).toBe(status);
+				if (code) expect(r.json().code).toBe(code);
+				expect(r.json().message.length).toBeGreaterThan(10);
+			}
+			const anon = await app.inject({ url: `/balances/eip155-${CHAIN}/v1/addresses/${w}/tokens` });
+			expect(anon.statusCode).toBe(401);
+		});
+
+		it("a folder without the history from block 0 answers 503 naming the blocks to backfill", async () => {
+			const dir = join(root, "partial");
+			await backfillInto(dir, anvil.url, CHAIN, { from: 20, partitionSize: 100_000, traces: "parity" });
+			const store = await createStore(dir);
+			stores.push(store);
+			const partial = await buildApp({
+				store,
+				keyring: createKeyring({ path: join(root, "keys.json"), envKeys: [KEY] }),
+				dataDir: dir,
+			});
+			try {
+				const r = await partial.inject({
+					url: `/balances/eip155-${CHAIN}/v1/tokens/${token}/holders`,
+					headers: { authorization: `Bearer ${KEY}` },
+				});
+				expect(r.statusCode, r.body).toBe(503);
+				expect(r.json().code).toBe("HISTORY_INCOMPLETE");
+				expect(r.json().message).toContain("0..19");
+			} finally {
+				await partial.close();
+			}
+		}, 120_000);
+	});
 });
 
 async function manifestOf(dir: string): Promise<Manifest> {
