@@ -14,7 +14,7 @@ import { headBlock } from "../range.js";
 import { sendList } from "../send-list.js";
 
 /*
- * The Balances API of the service we are compatible with (docs/api-contract.md §12), under
+ * The Balances API of the service we are compatible with (docs/api-contract.md §8), under
  * {base}/balances/{chain_id}/v1: a wallet's ERC-20 balances, a token's holders, a token's supply,
  * each at the head or as of `block_number`. Computed from the lake (query/balances.ts,
  * query/holders.ts), exact for uint256. Token metadata (name, symbol, decimals) is not collected
