@@ -1,4 +1,4 @@
-import { amountOf, LIMBS, normalizedLimbsSql, signedLimbSumsHugeSql } from "../store/amounts.js";
+import { amountOfParts, LIMBS, normalizedPartsSql, PARTS, signedLimbSumsHugeSql } from "../store/amounts.js";
 import type { Params, Snapshot } from "./store.js";
 
 export const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
@@ -12,7 +12,7 @@ export interface Holder {
 
 /** Where a page of holders starts: after this holder in the order of tokenHolders. */
 export interface HolderCursor {
-	limbs: string[];
+	parts: string[];
 	address: string;
 }
 
@@ -72,13 +72,14 @@ export async function tokenHolders(
 		);
 		all = `SELECT address, ${LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ")}, max(seen) AS seen FROM (SELECT * FROM s UNION ALL SELECT * FROM p) GROUP BY address`;
 	}
-	ctes.push(`t AS (SELECT address, seen, ${normalizedLimbsSql()} FROM (${all}))`);
-	const order = ["n4", "n3", "n2", "n1", "n0"];
+	ctes.push(`t AS (SELECT address, seen, ${normalizedPartsSql()} FROM (${all}))`);
+	// Most significant part first (amounts.ts normalizedPartsSql).
+	const order = [...PARTS].reverse();
 	let after = "true";
 	if (page.after) {
-		// Rows after the cursor in (n4..n0 descending, address ascending) order.
+		// Rows after the cursor in (balance descending, address ascending) order.
 		const c = page.after;
-		for (let i = 0; i < order.length; i++) params[`c${i}`] = c.limbs[i] ?? "0";
+		for (let i = 0; i < order.length; i++) params[`c${i}`] = c.parts[i] ?? "0";
 		params.ca = c.address;
 		const terms = order.map((col, i) => {
 			const equal = order.slice(0, i).map((e, j) => `${e} = $c${j}::HUGEINT`);
@@ -90,8 +91,8 @@ export async function tokenHolders(
 	const rows = await db.query(
 		`WITH ${ctes.join(", ")}
 		 SELECT address, seen, ${order.map((o) => `CAST(${o} AS VARCHAR) AS text_${o}`).join(", ")} FROM t
-		 WHERE address <> $zero AND NOT (n0 = 0 AND n1 = 0 AND n2 = 0 AND n3 = 0 AND n4 = 0) AND (${after})
-		 ORDER BY n4 DESC, n3 DESC, n2 DESC, n1 DESC, n0 DESC, address ASC LIMIT $limit`,
+		 WHERE address <> $zero AND NOT (${order.map((o) => `${o} = 0`).join(" AND ")}) AND (${after})
+		 ORDER BY ${order.map((o) => `${o} DESC`).join(", ")}, address ASC LIMIT $limit`,
 		params,
 		window,
 		token,
@@ -99,8 +100,8 @@ export async function tokenHolders(
 	const kept = rows.slice(0, page.limit);
 	const holders = kept.map((r) => ({
 		address: String(r.address),
-		// (Text under other names: ORDER BY would take an output column named n4 for t's.)
-		raw: amountOf(["n0", "n1", "n2", "n3", "n4"].map((k) => r[`text_${k}`] as string)),
+		// (Text under other names: ORDER BY would take an output column named m2 for t's.)
+		raw: amountOfParts(PARTS.map((k) => r[`text_${k}`] as string)),
 		seenAt: Number(r.seen ?? 0),
 	}));
 	const last = kept.at(-1);
@@ -110,7 +111,7 @@ export async function tokenHolders(
 		hasMore,
 		next:
 			hasMore && last
-				? { limbs: order.map((o) => String(last[`text_${o}`])), address: String(last.address) }
+				? { parts: order.map((o) => String(last[`text_${o}`])), address: String(last.address) }
 				: undefined,
 	};
 }

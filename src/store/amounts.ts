@@ -1,17 +1,19 @@
 /**
  * Exact sums of uint256 amounts in DuckDB and Parquet. Amounts are stored as decimal text (the
  * datasets' uint256 columns); DuckDB's widest integers are 128-bit, and it writes HUGEINT to
- * Parquet as DOUBLE. So an amount is cut into five 18-digit decimal limbs (each < 10^18, a
- * BIGINT), limbs are summed separately as DECIMAL(38,0) (exact in Parquet, and room for 10^20
- * summed limbs), and the value is put back together in JS with BigInt:
- * Σ d_k × 10^(18k). Signed sums (what came in minus what went out) need no carries: a limb sum
+ * Parquet as DOUBLE. So an amount is cut into nine 9-digit decimal limbs (each < 10^9), limbs
+ * are summed separately and stored as BIGINT (room for 9 × 10^9 summed amounts per holder and
+ * token; BIGINT rather than DECIMAL(38,0) because Parquet readers such as hyparquet read
+ * decimals as floating point), and the value is put back together with BigInt:
+ * Σ d_k × 10^(9k). Signed sums (what came in minus what went out) need no carries: a limb sum
  * may be negative; only the total is a balance.
  */
 
-/** Limb columns, least significant first: d_k is worth 10^(18k). */
-export const LIMBS = ["d0", "d1", "d2", "d3", "d4"] as const;
-const DIGITS = 18;
-const WIDTH = DIGITS * LIMBS.length; // 90 digits: uint256 has at most 78
+/** Limb columns, least significant first: d_k is worth 10^(9k). */
+export const LIMBS = ["d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"] as const;
+export const LIMB_DIGITS = 9;
+const DIGITS = LIMB_DIGITS;
+const WIDTH = DIGITS * LIMBS.length; // 81 digits: uint256 has at most 78
 
 /** SQL of limb k (BIGINT) of a decimal text amount `v` already left-padded to WIDTH digits. */
 const limbSql = (padded: string, k: number) =>
@@ -26,7 +28,7 @@ const limbSql = (padded: string, k: number) =>
 export function erc20DeltasSql(src: string): string {
 	const side = (holder: string, sign: number) =>
 		`SELECT ${holder} AS address, contract AS token, block_number, ${sign} AS sign, lpad(value, ${WIDTH}, '0') AS v FROM ${src} WHERE token_standard = 'erc20' AND value IS NOT NULL AND ${holder} IS NOT NULL`;
-	const sums = LIMBS.map((l, k) => `sum(sign * ${limbSql("v", k)})::DECIMAL(38,0) AS ${l}`).join(", ");
+	const sums = LIMBS.map((l, k) => `sum(sign * ${limbSql("v", k)})::BIGINT AS ${l}`).join(", ");
 	return `SELECT address, token, ${sums}, min(block_number) AS first_block, max(block_number) AS last_block, count(*)::BIGINT AS transfers FROM (${side("recipient", 1)} UNION ALL ${side("sender", -1)}) GROUP BY address, token`;
 }
 
@@ -40,24 +42,41 @@ export const signedLimbSumsSql = (sign: string, value: string): string =>
 export const signedLimbSumsHugeSql = (sign: string, value: string): string =>
 	LIMBS.map((l, k) => `sum(${sign} * ${limbSql(`lpad(${value}, ${WIDTH}, '0')`, k)})::HUGEINT AS ${l}`).join(", ");
 
+/** Limbs per normalized part: three 9-digit limbs stay within HUGEINT (|sum| < 2^63 × 10^18). */
+const PER_PART = 3;
+/** Normalized parts of an amount (normalizedPartsSql): m0, m1, m2, least significant first. */
+export const PARTS = Array.from({ length: LIMBS.length / PER_PART }, (_, i) => `m${i}`);
+export const PART_DIGITS = LIMB_DIGITS * PER_PART;
+
 /**
- * Columns n0..n4 of limb sums `d0`..`d4` (HUGEINT) with the carries done: n0..n3 in [0, 10^18),
- * n4 signed. Two amounts then compare as (n4, n3, n2, n1, n0) lexicographically, and an amount
- * is zero exactly when every n_k is. DuckDB lets a select list use its earlier aliases.
+ * Columns m0, m1, m2 of limb sums `d0`..`d8` (HUGEINT): the limbs folded three at a time into
+ * parts worth 10^(27i), with the carries done, so m0 and m1 lie in [0, 10^27) and m2 is signed.
+ * Two amounts then compare as (m2, m1, m0) lexicographically, and an amount is zero exactly when
+ * every part is. Two carries only: a chain of one per limb grows DuckDB's expressions (it
+ * inlines a select list's earlier aliases) past any query budget, measured.
  */
-export function normalizedLimbsSql(): string {
-	const base = `1${"0".repeat(DIGITS)}::HUGEINT`;
+export function normalizedPartsSql(): string {
+	const base = `1${"0".repeat(PART_DIGITS)}::HUGEINT`;
 	// Floor division (DuckDB's // truncates toward zero).
 	const floorDiv = (x: string) =>
 		`(CASE WHEN ${x} >= 0 THEN ${x} // ${base} ELSE -((-${x} + ${base} - 1) // ${base}) END)`;
-	const parts: string[] = [];
-	let carried = "d0";
-	for (let k = 0; k < LIMBS.length - 1; k++) {
-		parts.push(`${carried} AS t${k}`, `${floorDiv(`t${k}`)} AS c${k}`, `t${k} - c${k} * ${base} AS n${k}`);
-		carried = `(d${k + 1} + c${k})`;
+	const group = (i: number) =>
+		`(${Array.from({ length: PER_PART }, (_, j) => `d${i * PER_PART + j}::HUGEINT * 1${"0".repeat(LIMB_DIGITS * j)}::HUGEINT`).join(" + ")})`;
+	const cols: string[] = [];
+	let carried = group(0);
+	for (let i = 0; i < PARTS.length - 1; i++) {
+		cols.push(`${carried} AS g${i}`, `${floorDiv(`g${i}`)} AS c${i}`, `g${i} - c${i} * ${base} AS m${i}`);
+		carried = `(${group(i + 1)} + c${i})`;
 	}
-	parts.push(`${carried} AS n${LIMBS.length - 1}`);
-	return parts.join(", ");
+	cols.push(`${carried} AS m${PARTS.length - 1}`);
+	return cols.join(", ");
+}
+
+/** The value of normalized parts (decimal text, least significant first). */
+export function amountOfParts(parts: readonly (string | null | undefined)[]): bigint {
+	let total = 0n;
+	for (let i = parts.length - 1; i >= 0; i--) total = total * 10n ** BigInt(PART_DIGITS) + BigInt(parts[i] ?? 0);
+	return total;
 }
 
 /** SQL summing the limbs of relation rows (each `sum(d_k)` as text, for amountOf). */

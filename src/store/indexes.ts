@@ -32,17 +32,17 @@ export interface IndexDef {
 
 /** Runs of ERC-20 deltas sum them per (holder, token). */
 const mergeDeltasSql = (src: string) =>
-	`SELECT address, token, ${LIMBS.map((l) => `sum(${l})::DECIMAL(38,0) AS ${l}`).join(", ")}, min(first_block) AS first_block, max(last_block) AS last_block, sum(transfers)::BIGINT AS transfers FROM ${src} GROUP BY address, token`;
+	`SELECT address, token, ${LIMBS.map((l) => `sum(${l})::BIGINT AS ${l}`).join(", ")}, min(first_block) AS first_block, max(last_block) AS last_block, sum(transfers)::BIGINT AS transfers FROM ${src} GROUP BY address, token`;
 const DELTA_COLUMNS: Record<string, string> = {
 	address: "VARCHAR",
 	token: "VARCHAR",
-	...Object.fromEntries(LIMBS.map((l) => [l, "DECIMAL(38,0)"])),
+	...Object.fromEntries(LIMBS.map((l) => [l, "BIGINT"])),
 	first_block: "UBIGINT",
 	last_block: "UBIGINT",
 	transfers: "BIGINT",
 };
 const DELTAS_DOC =
-	"each holder's (`address`) net change of each ERC-20 token (`token`) over the file's blocks, as signed sums `d0`..`d4` of the amounts' 18-digit decimal limbs (balance = Σ d_k × 10^(18k), exact for uint256), with the first and last block of a change and the transfers counted; merged runs sum them";
+	"each holder's (`address`) net change of each ERC-20 token (`token`) over the file's blocks, as signed sums `d0`..`d8` of the amounts' 9-digit decimal limbs (balance = Σ d_k × 10^(9k), exact for uint256), with the first and last block of a change and the transfers counted; merged runs sum them";
 
 /** The other side is kept only when it differs, so a self-transfer appears once. */
 const bySides = (a: string, b: string) => (src: string) =>
@@ -84,7 +84,7 @@ export const INDEXES = {
 		doc: "every blocks row, sorted by block hash, in small row groups: a lookup by hash reads one",
 	},
 	// Balances (query/balances.ts): per chunk, and per run once merged, each holder's net change
-	// of each ERC-20 token, summed exactly (uint256 as signed 18-digit limbs: amounts.ts); by
+	// of each ERC-20 token, summed exactly (uint256 as signed 9-digit limbs: amounts.ts); by
 	// holder for a wallet's tokens, by token for a token's holders.
 	erc20_balances: {
 		source: "transfers",

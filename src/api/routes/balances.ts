@@ -4,7 +4,7 @@ import { z } from "zod";
 import { tokenBalances } from "../../query/balances.js";
 import { type HolderCursor, MAX_STRADDLING, tokenHolders, ZERO_ADDRESS } from "../../query/holders.js";
 import type { Snapshot } from "../../query/store.js";
-import { withDecimals } from "../../store/amounts.js";
+import { PARTS, withDecimals } from "../../store/amounts.js";
 import { missingRanges } from "../../store/manifest.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
@@ -22,7 +22,7 @@ import { sendList } from "../send-list.js";
  */
 
 const chainParam = z.string().regex(/^eip155-\d{1,16}$/, "must be eip155-<chain number>, e.g. eip155-1");
-const offsetParam = z.string().max(200, "must be the next_offset of the previous page");
+const offsetParam = z.string().max(300, "must be the next_offset of the previous page");
 const pageQuery = {
 	limit: limitParam.optional(),
 	offset: offsetParam.optional(),
@@ -146,7 +146,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 					has_more: page.hasMore,
 					start_block: 0,
 					end_block: n,
-					next_offset: page.next ? `${page.next.limbs.join("_")}_${page.next.address}` : null,
+					next_offset: page.next ? `${page.next.parts.join("_")}_${page.next.address}` : null,
 				},
 				items: page.holders.map((h) => ({
 					id: `${h.address}:${req.params.contract}`,
@@ -186,11 +186,11 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 	);
 }
 
-/** next_offset of a holders page: the five normalized limbs (most significant first) and the address. */
+/** next_offset of a holders page: the balance's normalized parts (most significant first) and the address. */
 function parseCursor(offset: string): HolderCursor {
 	const parts = offset.split("_");
 	const address = parts.pop() ?? "";
-	if (parts.length !== 5 || !parts.every((p) => /^-?\d{1,19}$/.test(p)) || !/^0x[0-9a-f]{40}$/.test(address))
+	if (parts.length !== PARTS.length || !parts.every((p) => /^-?\d{1,40}$/.test(p)) || !/^0x[0-9a-f]{40}$/.test(address))
 		throw badRequest("INVALID_OFFSET", "offset must be the next_offset of the previous page of holders");
-	return { limbs: parts, address };
+	return { parts, address };
 }
