@@ -1,4 +1,5 @@
 import { amountOfParts, LIMBS, normalizedPartsSql, PARTS, signedLimbSumsHugeSql } from "../store/amounts.js";
+import { inRanges, lacking } from "./balances.js";
 import type { Params, Snapshot } from "./store.js";
 
 export const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
@@ -28,7 +29,7 @@ export const MAX_STRADDLING = 5_000;
  * the files and put in order by DuckDB with the carries done (amounts.ts). For a past block, the
  * holders whose changes in the one file holding that block lie on both sides of it are summed
  * from the token's transfers in that file's blocks up to `at` instead (as balances.ts does for
- * one wallet).
+ * one wallet); and the chunks not settled yet, which get the index later, from their transfers.
  */
 export async function tokenHolders(
 	db: Snapshot,
@@ -55,7 +56,18 @@ export async function tokenHolders(
 	const ctes = [
 		`s AS (SELECT address, ${sums}, max(last_block) FILTER (WHERE last_block <= $n) AS seen FROM {erc20_holders} WHERE token = $token AND first_block <= $n GROUP BY address)`,
 	];
-	let all = "SELECT * FROM s";
+	const parts = ["SELECT * FROM s"];
+	const side = (holder: string, sign: number, blocks: string) =>
+		`SELECT ${holder} AS address, block_number, ${sign} AS sign, value FROM {transfers} WHERE contract = $token AND token_standard = 'erc20' AND value IS NOT NULL AND (${blocks}) AND ${holder} IS NOT NULL`;
+	const sides = (blocks: string) => `(${side("recipient", 1, blocks)} UNION ALL ${side("sender", -1, blocks)})`;
+	// The chunks no index file covers yet (not settled: merges.ts derives it later).
+	const tail = lacking(db, "erc20_holders", n);
+	if (tail.length > 0) {
+		ctes.push(
+			`q AS (SELECT x.address, ${signedLimbSumsHugeSql("x.sign", "x.value")}, max(x.block_number) AS seen FROM ${sides(inRanges(tail, params))} x GROUP BY x.address)`,
+		);
+		parts.push("SELECT * FROM q");
+	}
 	if (straddling.length > 0) {
 		const lo = Math.min(...straddling.map((r) => Number(r.first_block)));
 		params.lo = lo;
@@ -64,14 +76,16 @@ export async function tokenHolders(
 			params[`b${i}`] = Number(r.first_block);
 			return `($a${i}, $b${i}::UBIGINT)`;
 		});
-		const side = (holder: string, sign: number) =>
-			`SELECT ${holder} AS address, block_number, ${sign} AS sign, value FROM {transfers} WHERE contract = $token AND token_standard = 'erc20' AND value IS NOT NULL AND block_number BETWEEN $lo AND $n AND ${holder} IS NOT NULL`;
 		ctes.push(
 			`st(address, since) AS (VALUES ${values.join(", ")})`,
-			`p AS (SELECT x.address, ${signedLimbSumsHugeSql("x.sign", "x.value")}, max(x.block_number) AS seen FROM (${side("recipient", 1)} UNION ALL ${side("sender", -1)}) x JOIN st ON x.address = st.address AND x.block_number >= st.since GROUP BY x.address)`,
+			`p AS (SELECT x.address, ${signedLimbSumsHugeSql("x.sign", "x.value")}, max(x.block_number) AS seen FROM ${sides("block_number BETWEEN $lo AND $n")} x JOIN st ON x.address = st.address AND x.block_number >= st.since GROUP BY x.address)`,
 		);
-		all = `SELECT address, ${LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ")}, max(seen) AS seen FROM (SELECT * FROM s UNION ALL SELECT * FROM p) GROUP BY address`;
+		parts.push("SELECT * FROM p");
 	}
+	const all =
+		parts.length === 1
+			? "SELECT * FROM s"
+			: `SELECT address, ${LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ")}, max(seen) AS seen FROM (${parts.join(" UNION ALL ")}) GROUP BY address`;
 	ctes.push(`t AS (SELECT address, seen, ${normalizedPartsSql()} FROM (${all}))`);
 	// Most significant part first (amounts.ts normalizedPartsSql).
 	const order = [...PARTS].reverse();

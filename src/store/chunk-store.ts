@@ -4,7 +4,7 @@ import { basename, join } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
-import { INDEX_NAMES, INDEXES, type IndexName, indexesFor } from "./indexes.js";
+import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "./indexes.js";
 import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
 import { manifestPath, partitionPath, stagingDir } from "./layout.js";
 import { listedPaths } from "./listing.js";
@@ -68,8 +68,8 @@ export async function deriveIndexes(
 	dataDir: string,
 	chain: string,
 	entry: ChunkEntry,
-	/** Only these (the others the chunk has, or a merged run holds); default all its datasets have. */
-	only: IndexName[] = indexesFor(entry.datasets),
+	/** Only these (the others the chunk has, or a merged run holds); default those written with a chunk. */
+	only: IndexName[] = writtenWith(entry.datasets),
 ) {
 	const has = new Set([...(entry.indexes ?? []), ...only]);
 	entry.indexes = indexesFor(entry.datasets).filter((i) => has.has(i));

@@ -23,6 +23,12 @@ export interface IndexDef {
 	key: "address" | "hash" | "token";
 	/** Rows per row group: a lookup decodes one whole row group of the columns it reads. */
 	rowGroupSize: number;
+	/**
+	 * Derived only once a chunk is settled, by the background merges (merges.ts), not when a chunk
+	 * is written: keeps the follower's catch-up and head appends as cheap as before; readers sum
+	 * the chunks that lack it from their source dataset.
+	 */
+	settledOnly?: boolean;
 	/** How runs merge files `src` of this index (default: every row, re-sorted). */
 	merge?(src: string): string;
 	/** Its columns with their types, where they are not the source's plus `key` (an empty relation's). */
@@ -92,6 +98,7 @@ export const INDEXES = {
 		sortKey: "address, token",
 		key: "address",
 		rowGroupSize: 16_384,
+		settledOnly: true,
 		merge: mergeDeltasSql,
 		columns: DELTA_COLUMNS,
 		doc: `${DELTAS_DOC}; sorted by address and token`,
@@ -102,6 +109,7 @@ export const INDEXES = {
 		sortKey: "token, address",
 		key: "token",
 		rowGroupSize: 16_384,
+		settledOnly: true,
 		merge: mergeDeltasSql,
 		columns: DELTA_COLUMNS,
 		doc: `the rows of \`erc20_balances\`, sorted by token and address (a token's holders)`,
@@ -114,3 +122,10 @@ export const INDEX_NAMES = Object.keys(INDEXES) as IndexName[];
 /** The indexes derived from a chunk that has files for `datasets`. */
 export const indexesFor = (datasets: readonly DatasetName[]): IndexName[] =>
 	INDEX_NAMES.filter((i) => datasets.includes(INDEXES[i].source));
+
+const isSettledOnly = (i: IndexName): boolean => (INDEXES[i] as IndexDef).settledOnly === true;
+/** The indexes written with a chunk's files (the settled-only ones come later: merges.ts). */
+export const writtenWith = (datasets: readonly DatasetName[]): IndexName[] =>
+	indexesFor(datasets).filter((i) => !isSettledOnly(i));
+/** The indexes derived once a chunk is settled. */
+export const SETTLED_ONLY: IndexName[] = INDEX_NAMES.filter(isSettledOnly);

@@ -1,21 +1,63 @@
 import { rm } from "node:fs/promises";
 import { chunkMergeStep, planChunkMerge } from "./chunk-merges.js";
-import { INDEX_NAMES } from "./indexes.js";
-import type { Manifest } from "./manifest.js";
+import { deriveIndexes } from "./chunk-store.js";
+import { INDEX_NAMES, INDEXES, type IndexName, SETTLED_ONLY } from "./indexes.js";
+import { filterPath } from "./key-filter.js";
+import { partitionPath } from "./layout.js";
+import { isIndexed } from "./listing.js";
+import { type ChunkEntry, type Manifest, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
-import { mergeStep, planMerge } from "./runs.js";
+import { mergeStep, planMerge, settledChunks } from "./runs.js";
 
 /*
- * The background merges of settled chunks, in the order they must run: each index's runs
- * (runs.ts) first, then the chunks' dataset files (chunk-merges.ts), whose groups must lie
- * within one run of every index.
+ * The background work on settled chunks, in the order it must run: the settled-only index files
+ * (indexes.ts) first, then each index's runs (runs.ts), then the chunks' dataset files
+ * (chunk-merges.ts), whose groups must lie within one run of every index.
  */
 
 type Exclusive = <T>(commit: () => Promise<T>) => Promise<T>;
 
+/** The first settled chunk lacking a settled-only index, with those it lacks. */
+function underived(m: Manifest): { chunk: ChunkEntry; missing: IndexName[] } | null {
+	for (const chunk of settledChunks(m)) {
+		const missing = SETTLED_ONLY.filter((i) => chunk.datasets.includes(INDEXES[i].source) && !isIndexed(m, i, chunk));
+		if (missing.length > 0) return { chunk, missing };
+	}
+	return null;
+}
+
+/**
+ * Writes the settled-only index files of the next settled chunk lacking them and lists them in
+ * one save. Returns [] (nothing unlisted), or null when no chunk lacks any.
+ */
+async function deriveStep(
+	writer: ParquetWriter,
+	dataDir: string,
+	m: Manifest,
+	exclusive: Exclusive = (commit) => commit(),
+): Promise<string[] | null> {
+	const due = underived(m);
+	if (!due) return null;
+	// Into a copy: the live entry must not list files before they exist (a save by another
+	// writer sharing `m` could commit it meanwhile).
+	const copy: ChunkEntry = { ...due.chunk, indexes: [...(due.chunk.indexes ?? [])] };
+	await deriveIndexes(writer, dataDir, m.chain, copy, due.missing);
+	return exclusive(async () => {
+		// A repair or a reorg may have unlisted the chunk meanwhile: then the new files go too.
+		if (!m.chunks.includes(due.chunk))
+			return due.missing.flatMap((i) => {
+				const path = partitionPath(dataDir, m.chain, i, copy);
+				return [path, filterPath(path)];
+			});
+		due.chunk.indexes = copy.indexes;
+		await saveManifest(dataDir, m);
+		return [];
+	});
+}
+
 /** Whether any merge is due. */
 export const mergeDue = (dataDir: string, m: Manifest): boolean =>
-	INDEX_NAMES.some((i) => planMerge(dataDir, m, i) !== null) || planChunkMerge(m) !== null;
+	underived(m) !== null || INDEX_NAMES.some((i) => planMerge(dataDir, m, i) !== null) || planChunkMerge(m) !== null;
 
 /** Runs the next due merge; returns the files its commit unlisted, or null when none was due. */
 export async function mergeNext(
@@ -24,6 +66,8 @@ export async function mergeNext(
 	m: Manifest,
 	exclusive?: Exclusive,
 ): Promise<string[] | null> {
+	const derived = await deriveStep(writer, dataDir, m, exclusive);
+	if (derived) return derived;
 	for (const index of INDEX_NAMES) {
 		const gone = await mergeStep(writer, dataDir, m, index, exclusive);
 		if (gone) return gone;

@@ -735,17 +735,24 @@ function pageProblems(
 	}
 	if (!range.has_more && range.next_offset !== null) problems.push("next_offset without has_more");
 	for (const item of items) {
-		const n = Number(item.block_number ?? item.number);
+		// (Balances: the block that last changed the balance, at or before the asked one.)
+		const n = Number(item.block_number ?? item.number ?? item.seen_at_block_number);
 		if (!(n >= range.start_block && n <= range.end_block)) {
 			problems.push(`item of block ${n} outside the range ${range.start_block}..${range.end_block}`);
 			break;
 		}
 	}
-	// Blocks sort by number, everything else by id (which sorts in chain order as text).
-	const keys = items.map((i) => (req.route?.path.endsWith("/blocks") ? Number(i.number) : String(i.id)));
+	// Blocks sort by number, a token's holders by balance (largest first), everything else by id
+	// (which sorts in chain order as text; a wallet's token balances by token address).
+	const holders = req.route?.path.endsWith("/holders");
+	const keys = items.map((i) =>
+		req.route?.path.endsWith("/blocks") ? Number(i.number) : holders ? -Number(i.value_raw) : String(i.id),
+	);
 	for (let i = 1; i < keys.length; i++) {
 		const [a, b] = [keys[i - 1] as string | number, keys[i] as string | number];
-		if (desc ? !(a > b) : !(a < b)) problems.push(`items out of ${desc ? "descending" : "ascending"} order at ${i}`);
+		// (Holders of equal balance, or balances equal as floats, may tie.)
+		const inOrder = desc ? a > b : holders ? a <= b : a < b;
+		if (!inOrder) problems.push(`items out of ${desc ? "descending" : "ascending"} order at ${i}`);
 	}
 	return problems;
 }

@@ -198,12 +198,13 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
 	["parquet.merge.tmp-written", none], // the restart redoes that compaction: a .tmp
 	["follow.compact.files-written", none], // merged files complete, the manifest unchanged
 	["follow.compact.swapped", none], // merged chunk listed, small files still on disk
-	// Settled partitions' index files merged into runs (FAN_IN of them), beside the step loop.
-	["runs.merged", mine], // a run file written, no filter, its inputs still listed
+	// Settled partitions' index files merged into runs (FAN_IN of them), beside the step loop. A
+	// quiet chain: merges run only while the follower is caught up, which a block every 100 ms
+	// can prevent for minutes under a full parallel test run.
+	["runs.merged", none], // a run file written, no filter, its inputs still listed
 	["runs.filter-written", none], // the restart merges again: run and filter written, not listed
-	["runs.committed", mine], // the run listed, its inputs unlisted but on disk
-	// Then the same chunks' dataset files merged into one chunk (chunk-merges.ts). A quiet chain:
-	// merges run only while the follower is caught up, which blocks every 100 ms prevent here.
+	["runs.committed", none], // the run listed, its inputs unlisted but on disk
+	// Then the same chunks' dataset files merged into one chunk (chunk-merges.ts).
 	["chunks.merged", none], // the merged chunk's files written, the small chunks still listed
 	["chunks.committed", none], // the merged chunk listed, the small chunks' files on disk
 	["follow.retire.file-removed:4", mine], // the next compaction's small files, half deleted
