@@ -73,14 +73,14 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const hi = desc && afterBlock !== undefined ? Math.min(page.end, afterBlock) : page.end;
 	if (lo > hi) return { rows: [], hasMore: false };
 
-	const chunks = piecesOf(
+	const pieces = piecesOf(
 		db.chunks().filter((c) => c.to >= lo && c.from <= hi && hasFiles(c, q.dataset)),
 		db.partitionSize(),
 		lo,
 		hi,
 	);
-	if (desc) chunks.reverse();
-	const first = chunks[0];
+	if (desc) pieces.reverse();
+	const first = pieces[0];
 	if (!first) return { rows: [], hasMore: false };
 	const rows: Row[] = [];
 	const read = async (window: [number, number], batch: readonly Piece[]) => {
@@ -102,13 +102,13 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		: [edge, Math.min(hi, edge + probeBlocks - 1)];
 	await read(
 		probe,
-		chunks.filter((c) => c.to >= probe[0] && c.from <= probe[1]),
+		pieces.filter((c) => c.to >= probe[0] && c.from <= probe[1]),
 	);
 	// Then the windows, without the blocks the probe read.
-	const byIndex = q.index !== undefined && chunks.every((p) => db.indexed(q.index?.name as IndexName, p.chunk));
-	for (let i = 0, size = 1, want = WINDOW_ROWS; i < chunks.length && rows.length <= page.limit; size *= 2, want *= 2) {
-		const j = byIndex ? afterChunks(chunks, i, size) : afterRows(chunks, i, want, q.dataset);
-		const batch = chunks.slice(i, j);
+	const byIndex = q.index !== undefined && pieces.every((p) => db.indexed(q.index?.name as IndexName, p.chunk));
+	for (let i = 0, size = 1, want = WINDOW_ROWS; i < pieces.length && rows.length <= page.limit; size *= 2, want *= 2) {
+		const j = byIndex ? afterChunks(pieces, i, size) : afterRows(pieces, i, want, q.dataset);
+		const batch = pieces.slice(i, j);
 		i = j;
 		const [a, b] = [batch[0] as Piece, batch.at(-1) as Piece];
 		const from = Math.max(lo, Math.min(a.from, b.from), desc ? lo : probe[1] + 1);

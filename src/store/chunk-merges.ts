@@ -18,7 +18,7 @@ import { FAN_IN, levelOf, partitionsOf, settledChunks } from "./runs.js";
  * A merged chunk is an ordinary chunk (one file per dataset, same names and columns), so every
  * reader works unchanged. It never straddles an index run: for each index, the chunks merged lie
  * in one run (which keeps holding their index rows, as rows do not point at files) or in none
- * (then the merged chunk gets its own index files). Index merges run first (merge-all.ts), so in
+ * (then the merged chunk gets its own index files). Index merges run first (merges.ts), so in
  * the steady state the runs of a level exist before the chunk merge of that level.
  */
 

@@ -1,6 +1,6 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
 import { COMPACT_ROWS } from "./chunk-merges.js";
-import { INDEX_NAMES, INDEXES } from "./indexes.js";
+import { INDEX_NAMES, INDEXES, type IndexDef } from "./indexes.js";
 import { BITS_PER_KEY } from "./key-filter.js";
 import { PARQUET_OPTIONS } from "./parquet-writer.js";
 import { FAN_IN } from "./runs.js";
@@ -103,8 +103,14 @@ export function dataReadme(): string {
 		return `### ${d}\n\nSorted by \`${SORT_KEY[d]}\`.${traceNote}\n\n| column | type | meaning |\n|---|---|---|\n${rows.join("\n")}\n`;
 	});
 	const indexes = INDEX_NAMES.map((i) => {
-		const extra = INDEXES[i].key in SCHEMAS[INDEXES[i].source] ? "" : ` plus \`${INDEXES[i].key}\``;
-		return `- \`${i}\`: ${INDEXES[i].doc}; the columns of \`${INDEXES[i].source}\`${extra}; row groups of ${INDEXES[i].rowGroupSize.toLocaleString("en-US")} rows.`;
+		const def: IndexDef = INDEXES[i];
+		const extra = def.key in SCHEMAS[def.source] ? "" : ` plus \`${def.key}\``;
+		const columns = def.columns
+			? `columns ${Object.entries(def.columns)
+					.map(([c, t]) => `\`${c}\` ${t}`)
+					.join(", ")}, from \`${def.source}\` once a chunk is settled`
+			: `the columns of \`${def.source}\`${extra}`;
+		return `- \`${i}\`: ${def.doc}; ${columns}; row groups of ${def.rowGroupSize.toLocaleString("en-US")} rows.`;
 	});
 	const indexSection = `## Index files and merged runs
 

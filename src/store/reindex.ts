@@ -1,5 +1,5 @@
 import { deriveIndexes } from "./chunk-store.js";
-import { indexesFor } from "./indexes.js";
+import { writtenWith } from "./indexes.js";
 import { filterPath } from "./key-filter.js";
 import { chainDir, partitionPath } from "./layout.js";
 import { isIndexed } from "./listing.js";
@@ -48,7 +48,7 @@ export async function reindexChain(
 			await saveManifest(dataDir, manifest);
 		}
 		for (const c of manifest.chunks) {
-			const wanted = indexesFor(c.datasets).filter((i) => !isIndexed(manifest, i, c));
+			const wanted = writtenWith(c.datasets).filter((i) => !isIndexed(manifest, i, c));
 			if (wanted.length === 0) continue;
 			await deriveIndexes(writer, dataDir, chain.id, c, wanted);
 			await saveManifest(dataDir, manifest);
