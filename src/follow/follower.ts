@@ -8,6 +8,7 @@ import {
 	deriveIndexes,
 	dropReturnedGhosts,
 	hashNotIn,
+	mergeChunkDatasets,
 	removeUnlisted,
 	replaceChunks,
 	writeChunkFiles,
@@ -438,21 +439,9 @@ export function createFollower(opts: FollowerOptions) {
 			const first = run[0] as ChunkEntry;
 			const last = run[run.length - 1] as ChunkEntry;
 			if (missingRanges({ ...s.manifest, chunks: run }, first.from, last.to).length > 0) continue;
-			const merged: ChunkEntry = {
-				from: first.from,
-				to: last.to,
-				traces: first.traces,
-				datasets: first.datasets,
-				rows: {},
-				first_parent_hash: first.first_parent_hash,
-				last_hash: last.last_hash,
-				gen: nextGeneration(s.manifest),
-			};
-			for (const d of merged.datasets) {
-				const files = run.map((c) => partitionPath(dataDir, chain.id, d, c));
-				merged.rows[d] = await s.writer.merge(d, files, partitionPath(dataDir, chain.id, d, merged));
-				crashPoint("follow.compact.dataset-merged");
-			}
+			const merged = await mergeChunkDatasets(s.writer, dataDir, chain.id, run, nextGeneration(s.manifest), () =>
+				crashPoint("follow.compact.dataset-merged"),
+			);
 			await deriveIndexes(s.writer, dataDir, chain.id, merged);
 			crashPoint("follow.compact.files-written");
 			markFinal(s.manifest, merged.to);

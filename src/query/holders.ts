@@ -1,4 +1,4 @@
-import { amountOfParts, LIMBS, normalizedPartsSql, PARTS, signedLimbSumsHugeSql } from "../store/amounts.js";
+import { amountOfParts, LIMBS, normalizedPartsSql, PARTS, signedLimbSumsSql } from "../store/amounts.js";
 import { inRanges, lacking } from "./balances.js";
 import type { Params, Snapshot } from "./store.js";
 
@@ -64,7 +64,7 @@ export async function tokenHolders(
 	const tail = lacking(db, "erc20_holders", n);
 	if (tail.length > 0) {
 		ctes.push(
-			`q AS (SELECT x.address, ${signedLimbSumsHugeSql("x.sign", "x.value")}, max(x.block_number) AS seen FROM ${sides(inRanges(tail, params))} x GROUP BY x.address)`,
+			`q AS (SELECT x.address, ${signedLimbSumsSql("x.sign", "x.value", "HUGEINT")}, max(x.block_number) AS seen FROM ${sides(inRanges(tail, params))} x GROUP BY x.address)`,
 		);
 		parts.push("SELECT * FROM q");
 	}
@@ -78,7 +78,7 @@ export async function tokenHolders(
 		});
 		ctes.push(
 			`st(address, since) AS (VALUES ${values.join(", ")})`,
-			`p AS (SELECT x.address, ${signedLimbSumsHugeSql("x.sign", "x.value")}, max(x.block_number) AS seen FROM ${sides("block_number BETWEEN $lo AND $n")} x JOIN st ON x.address = st.address AND x.block_number >= st.since GROUP BY x.address)`,
+			`p AS (SELECT x.address, ${signedLimbSumsSql("x.sign", "x.value", "HUGEINT")}, max(x.block_number) AS seen FROM ${sides("block_number BETWEEN $lo AND $n")} x JOIN st ON x.address = st.address AND x.block_number >= st.since GROUP BY x.address)`,
 		);
 		parts.push("SELECT * FROM p");
 	}

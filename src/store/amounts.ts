@@ -32,15 +32,14 @@ export function erc20DeltasSql(src: string): string {
 	return `SELECT address, token, ${sums}, min(block_number) AS first_block, max(block_number) AS last_block, count(*)::BIGINT AS transfers FROM (${side("recipient", 1)} UNION ALL ${side("sender", -1)}) GROUP BY address, token`;
 }
 
-/** SQL of the signed limb sums (as text, for amountOf) of decimal text amounts `value` times `sign` (an INT expression). */
-export const signedLimbSumsSql = (sign: string, value: string): string =>
-	LIMBS.map((l, k) => `CAST(sum(${sign} * ${limbSql(`lpad(${value}, ${WIDTH}, '0')`, k)}) AS VARCHAR) AS ${l}`).join(
+/**
+ * SQL of the signed limb sums (named d0..d8) of decimal text amounts `value` times `sign` (an INT
+ * expression): as text for amountOf, or HUGEINT for further sums in SQL.
+ */
+export const signedLimbSumsSql = (sign: string, value: string, as: "VARCHAR" | "HUGEINT" = "VARCHAR"): string =>
+	LIMBS.map((l, k) => `CAST(sum(${sign} * ${limbSql(`lpad(${value}, ${WIDTH}, '0')`, k)}) AS ${as}) AS ${l}`).join(
 		", ",
 	);
-
-/** The limb sums (HUGEINT, named d0..d4) of decimal text amounts `value` times `sign`. */
-export const signedLimbSumsHugeSql = (sign: string, value: string): string =>
-	LIMBS.map((l, k) => `sum(${sign} * ${limbSql(`lpad(${value}, ${WIDTH}, '0')`, k)})::HUGEINT AS ${l}`).join(", ");
 
 /** Limbs per normalized part: three 9-digit limbs stay within HUGEINT (|sum| < 2^63 × 10^18). */
 const PER_PART = 3;

@@ -1,7 +1,6 @@
 import { crashPoint } from "../util/crash-point.js";
-import { deriveIndexes, replaceChunks } from "./chunk-store.js";
+import { deriveIndexes, mergeChunkDatasets, replaceChunks } from "./chunk-store.js";
 import { INDEX_NAMES, indexesFor } from "./indexes.js";
-import { partitionPath } from "./layout.js";
 import { runCovering } from "./listing.js";
 import { type ChunkEntry, chunkFiles, type Manifest, nextGeneration } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
@@ -65,22 +64,8 @@ export async function chunkMergeStep(
 	const group = planChunkMerge(m);
 	if (!group) return null;
 	const first = group[0] as ChunkEntry;
-	const last = group.at(-1) as ChunkEntry;
-	const merged: ChunkEntry = {
-		from: first.from,
-		to: last.to,
-		traces: first.traces,
-		datasets: first.datasets,
-		rows: {},
-		first_parent_hash: first.first_parent_hash,
-		last_hash: last.last_hash,
-		gen: nextGeneration(m),
-	};
 	const covering = new Map(INDEX_NAMES.map((i) => [i, runCovering(m, i, first)]));
-	for (const d of merged.datasets) {
-		const files = group.map((c) => partitionPath(dataDir, m.chain, d, c));
-		merged.rows[d] = await writer.merge(d, files, partitionPath(dataDir, m.chain, d, merged));
-	}
+	const merged = await mergeChunkDatasets(writer, dataDir, m.chain, group, nextGeneration(m));
 	// Index rows a run holds stay there; the others get the merged chunk's own files.
 	const own = indexesFor(merged.datasets).filter((i) => covering.get(i) === undefined);
 	merged.indexes = [];

@@ -83,6 +83,39 @@ export async function deriveIndexes(
 }
 
 /**
+ * Writes the dataset files of one chunk covering the adjacent chunks `group` (one trace source,
+ * the same datasets), each dataset's files merged into one, without listing it; `afterEach` runs
+ * once a dataset's file is in place (a crash point). For compaction and chunk merges.
+ */
+export async function mergeChunkDatasets(
+	writer: ParquetWriter,
+	dataDir: string,
+	chain: string,
+	group: readonly ChunkEntry[],
+	gen: number,
+	afterEach: () => void = () => {},
+): Promise<ChunkEntry> {
+	const first = group[0] as ChunkEntry;
+	const last = group.at(-1) as ChunkEntry;
+	const merged: ChunkEntry = {
+		from: first.from,
+		to: last.to,
+		traces: first.traces,
+		datasets: first.datasets,
+		rows: {},
+		first_parent_hash: first.first_parent_hash,
+		last_hash: last.last_hash,
+		gen,
+	};
+	for (const d of merged.datasets) {
+		const files = group.map((c) => partitionPath(dataDir, chain, d, c));
+		merged.rows[d] = await writer.merge(d, files, partitionPath(dataDir, chain, d, merged));
+		afterEach();
+	}
+	return merged;
+}
+
+/**
  * The key filter beside an index file (key-filter.ts): chunk files get one as runs do, so a
  * wallet or hash also skips the newest chunks no run covers yet.
  */
