@@ -13,24 +13,32 @@ import type { RunEntry } from "./runs.js";
 export const runsOf = (m: Manifest, index: IndexName): RunEntry[] =>
 	(m.runs ?? []).filter((r) => r.index === index).sort((a, b) => a.from - b.from);
 
+/** Values per index, kept for one state of a manifest (`key`, of its generation and sizes). */
+type StateCache<V> = WeakMap<Manifest, { key: string; by: Map<IndexName, V> }>;
+/** `compute()` for `index`, once per state `key` of manifest `m`. */
+function perState<V>(cache: StateCache<V>, m: Manifest, key: string, index: IndexName, compute: () => V): V {
+	let cached = cache.get(m);
+	if (cached?.key !== key) {
+		cached = { key, by: new Map() };
+		cache.set(m, cached);
+	}
+	let value = cached.by.get(index);
+	if (value === undefined) {
+		value = compute();
+		cached.by.set(index, value);
+	}
+	return value;
+}
+
 /**
  * The run of `index` that covers chunk `c`, if any. Asked for every chunk of a hash lookup and of
  * a listing's windows, so the runs are sorted once per manifest state (keyed as layoutOf's) and
  * searched by halves: at 23,000 chunks a scan of every run per chunk would cost more than the query.
  */
-const sortedRuns = new WeakMap<Manifest, { key: string; by: Map<IndexName, RunEntry[]> }>();
+const sortedRuns: StateCache<RunEntry[]> = new WeakMap();
 export function runCovering(m: Manifest, index: IndexName, c: { from: number; to: number }): RunEntry | undefined {
 	const key = `${m.generation ?? 0}\0${m.runs?.length ?? 0}`;
-	let cached = sortedRuns.get(m);
-	if (cached?.key !== key) {
-		cached = { key, by: new Map() };
-		sortedRuns.set(m, cached);
-	}
-	let runs = cached.by.get(index);
-	if (!runs) {
-		runs = runsOf(m, index);
-		cached.by.set(index, runs);
-	}
+	const runs = perState(sortedRuns, m, key, index, () => runsOf(m, index));
 	// The last run starting at or before the chunk (runs of one index never overlap).
 	let lo = 0;
 	let hi = runs.length - 1;
@@ -75,18 +83,12 @@ type Placed = IndexFile & { from: number; to: number };
  * Keyed by the manifest object and its generation (the store's manifests are never changed;
  * a writer's is, and saves bump the generation).
  */
-const layouts = new WeakMap<Manifest, { key: string; by: Map<IndexName, Placed[]> }>();
+const layouts: StateCache<Placed[]> = new WeakMap();
 function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
 	const key = `${dataDir}\0${m.generation ?? 0}\0${m.chunks.length}\0${m.runs?.length ?? 0}`;
-	let cached = layouts.get(m);
-	if (cached?.key !== key) {
-		cached = { key, by: new Map() };
-		layouts.set(m, cached);
-	}
-	let files = cached.by.get(index);
-	if (!files) {
+	return perState(layouts, m, key, index, () => {
 		const runs = runsOf(m, index);
-		files = runs.map((r) => {
+		const files: Placed[] = runs.map((r) => {
 			const path = partitionPath(dataDir, m.chain, index, r);
 			return { path, filter: filterPath(path), from: r.from, to: r.to };
 		});
@@ -102,9 +104,8 @@ function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
 			files.push({ path, filter: filterPath(path), from: c.from, to: c.to });
 		}
 		files.sort((a, b) => a.from - b.from);
-		cached.by.set(index, files);
-	}
-	return files;
+		return files;
+	});
 }
 
 /** Every file of every run, filters included: listed, so never removed as leftovers. */
