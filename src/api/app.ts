@@ -9,6 +9,7 @@ import Fastify, {
 } from "fastify";
 import { jsonSchemaTransform, validatorCompiler } from "fastify-type-provider-zod";
 import { DamagedDataError } from "../query/damaged-data-error.js";
+import { TooManyChangesError } from "../query/deltas.js";
 import { QueryTimeoutError } from "../query/query-timeout-error.js";
 import type { Store } from "../query/store.js";
 import { authenticate } from "./auth.js";
@@ -139,6 +140,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			const message = `the query ran past its ${err.budgetMs} ms time budget and was stopped: narrow the block range (block_number_start/block_number_end or timestamp_start/timestamp_end), lower limit or add filters, then retry`;
 			return reply.code(503).send(errorBody(503, err.code, message));
 		}
+		// A balance at a past block that would sum too many holdings from transfers (query/deltas.ts).
+		if (err instanceof TooManyChangesError) return reply.code(503).send(errorBody(503, err.code, err.message));
 		// A listed file (or the manifest) missing or damaged: not the client's doing, nor a bug; the
 		// message names the blocks and the operator's repair, no path (src/query/damaged-data-error.ts).
 		if (err instanceof DamagedDataError) {

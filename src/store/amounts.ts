@@ -13,33 +13,6 @@
 export const LIMBS = ["d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"] as const;
 export const LIMB_DIGITS = 9;
 const DIGITS = LIMB_DIGITS;
-const WIDTH = DIGITS * LIMBS.length; // 81 digits: uint256 has at most 78
-
-/** SQL of limb k (BIGINT) of a decimal text amount `v` already left-padded to WIDTH digits. */
-const limbSql = (padded: string, k: number) =>
-	`CAST(substr(${padded}, ${WIDTH - DIGITS * (k + 1) + 1}, ${DIGITS}) AS BIGINT)`;
-
-/**
- * Per (holder, token): the net change of each ERC-20 token over the transfers rows of `src`
- * (recipient +value, sender −value; a self-transfer nets zero), as limb sums, with the first and
- * last block that changed it and the transfers counted. Mints come from and burns go to the zero
- * address, which therefore holds minus the supply.
- */
-export function erc20DeltasSql(src: string): string {
-	const side = (holder: string, sign: number) =>
-		`SELECT ${holder} AS address, contract AS token, block_number, ${sign} AS sign, lpad(value, ${WIDTH}, '0') AS v FROM ${src} WHERE token_standard = 'erc20' AND value IS NOT NULL AND ${holder} IS NOT NULL`;
-	const sums = LIMBS.map((l, k) => `sum(sign * ${limbSql("v", k)})::BIGINT AS ${l}`).join(", ");
-	return `SELECT address, token, ${sums}, min(block_number) AS first_block, max(block_number) AS last_block, count(*)::BIGINT AS transfers FROM (${side("recipient", 1)} UNION ALL ${side("sender", -1)}) GROUP BY address, token`;
-}
-
-/**
- * SQL of the signed limb sums (named d0..d8) of decimal text amounts `value` times `sign` (an INT
- * expression): as text for amountOf, or HUGEINT for further sums in SQL.
- */
-export const signedLimbSumsSql = (sign: string, value: string, as: "VARCHAR" | "HUGEINT" = "VARCHAR"): string =>
-	LIMBS.map((l, k) => `CAST(sum(${sign} * ${limbSql(`lpad(${value}, ${WIDTH}, '0')`, k)}) AS ${as}) AS ${l}`).join(
-		", ",
-	);
 
 /** Limbs per normalized part: three 9-digit limbs stay within HUGEINT (|sum| < 2^63 × 10^18). */
 const PER_PART = 3;

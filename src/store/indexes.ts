@@ -1,5 +1,5 @@
 import type { DatasetName } from "../extract/rows.js";
-import { erc20DeltasSql, LIMBS } from "./amounts.js";
+import { deltaColumns, deltasSql, type HoldingKind, mergeDeltasSql } from "./deltas.js";
 
 /**
  * Index files: per chunk, a copy of a dataset's rows re-sorted by address, one row per side
@@ -36,19 +36,20 @@ export interface IndexDef {
 	doc: string;
 }
 
-/** Runs of ERC-20 deltas sum them per (holder, token). */
-const mergeDeltasSql = (src: string) =>
-	`SELECT address, token, ${LIMBS.map((l) => `sum(${l})::BIGINT AS ${l}`).join(", ")}, min(first_block) AS first_block, max(last_block) AS last_block, sum(transfers)::BIGINT AS transfers FROM ${src} GROUP BY address, token`;
-const DELTA_COLUMNS: Record<string, string> = {
-	address: "VARCHAR",
-	token: "VARCHAR",
-	...Object.fromEntries(LIMBS.map((l) => [l, "BIGINT"])),
-	first_block: "UBIGINT",
-	last_block: "UBIGINT",
-	transfers: "BIGINT",
-};
+/** An index of balance deltas (deltas.ts) of one kind, sorted by `sortKey`. */
+const deltas = (kind: HoldingKind, sortKey: string, key: "address" | "token", doc: string): IndexDef => ({
+	source: "transfers",
+	select: (src: string) => deltasSql(src, kind),
+	sortKey,
+	key,
+	rowGroupSize: 16_384,
+	settledOnly: true,
+	merge: (src: string) => mergeDeltasSql(src, kind),
+	columns: deltaColumns(kind),
+	doc,
+});
 const DELTAS_DOC =
-	"each holder's (`address`) net change of each ERC-20 token (`token`) over the file's blocks, as signed sums `d0`..`d8` of the amounts' 9-digit decimal limbs (balance = Σ d_k × 10^(9k), exact for uint256), with the first and last block of a change and the transfers counted; merged runs sum them";
+	"net change of the holding over the file's blocks, as signed sums `d0`..`d8` of the amounts' 9-digit decimal limbs (balance = Σ d_k × 10^(9k), exact for uint256), with the first and last block of a change and the transfers counted; merged runs sum them";
 
 /** The other side is kept only when it differs, so a self-transfer appears once. */
 const bySides = (a: string, b: string) => (src: string) =>
@@ -92,28 +93,31 @@ export const INDEXES = {
 	// Balances (query/balances.ts): per chunk, and per run once merged, each holder's net change
 	// of each ERC-20 token, summed exactly (uint256 as signed 9-digit limbs: amounts.ts); by
 	// holder for a wallet's tokens, by token for a token's holders.
-	erc20_balances: {
-		source: "transfers",
-		select: (src: string) => erc20DeltasSql(src),
-		sortKey: "address, token",
-		key: "address",
-		rowGroupSize: 16_384,
-		settledOnly: true,
-		merge: mergeDeltasSql,
-		columns: DELTA_COLUMNS,
-		doc: `${DELTAS_DOC}; sorted by address and token`,
-	},
-	erc20_holders: {
-		source: "transfers",
-		select: (src: string) => erc20DeltasSql(src),
-		sortKey: "token, address",
-		key: "token",
-		rowGroupSize: 16_384,
-		settledOnly: true,
-		merge: mergeDeltasSql,
-		columns: DELTA_COLUMNS,
-		doc: `the rows of \`erc20_balances\`, sorted by token and address (a token's holders)`,
-	},
+	erc20_balances: deltas(
+		"erc20",
+		"address, token",
+		"address",
+		`each holder's (\`address\`) ERC-20 token (\`token\`): ${DELTAS_DOC}; sorted by address and token`,
+	),
+	erc20_holders: deltas(
+		"erc20",
+		"token, address",
+		"token",
+		"the rows of `erc20_balances`, sorted by token and address (a token's holders)",
+	),
+	// The same for ERC-721 and ERC-1155 holdings, per token id (a count of 1 or 0 for ERC-721).
+	nft_balances: deltas(
+		"nft",
+		"address, token, token_id",
+		"address",
+		`each holder's (\`address\`) NFTs, per collection (\`token\`) and id (\`token_id\`): ${DELTAS_DOC}; sorted by address, token and token id`,
+	),
+	nft_holders: deltas(
+		"nft",
+		"token, token_id, address",
+		"token",
+		"the rows of `nft_balances`, sorted by token, token id and address (a collection's owners)",
+	),
 } as const satisfies Record<string, IndexDef>;
 
 export type IndexName = keyof typeof INDEXES;

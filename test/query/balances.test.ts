@@ -192,7 +192,6 @@ describe("ERC-20 balances from the lake", () => {
 				let after: HolderCursor | undefined;
 				for (let pages = 0; pages < 50; pages++) {
 					const page = await tokenHolders(store.snapshot(`eip155-${CHAIN}`), token, { limit: 2, after }, block);
-					if ("tooMany" in page) throw new Error("too many");
 					got.push(...page.holders.map((h): [string, bigint] => [h.address, h.raw]));
 					if (!page.hasMore) break;
 					after = page.next;

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { tokenBalances } from "../../query/balances.js";
-import { type HolderCursor, MAX_STRADDLING, tokenHolders, ZERO_ADDRESS } from "../../query/holders.js";
+import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../query/holders.js";
 import type { Snapshot } from "../../query/store.js";
 import { PARTS, withDecimals } from "../../store/amounts.js";
 import { missingRanges } from "../../store/manifest.js";
@@ -135,12 +135,6 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			const n = await asOf(db, q.block_number);
 			const after = q.offset === undefined ? undefined : parseCursor(q.offset);
 			const page = await tokenHolders(db, req.params.contract, { limit: q.limit ?? DEFAULT_LIMIT, after }, n);
-			if ("tooMany" in page)
-				throw new ApiError(
-					503,
-					"TOO_MANY_CHANGES",
-					`${page.tooMany} holders' balances changed on both sides of block ${n} within one merged file (at most ${MAX_STRADDLING} are summed from transfers); ask for the head, or a block nearer to it`,
-				);
 			return sendList(reply, q.format, {
 				range: {
 					has_more: page.hasMore,

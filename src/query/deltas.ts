@@ -1,0 +1,155 @@
+import { LIMBS } from "../store/amounts.js";
+import { HOLDING_KEYS, type HoldingKind, movesSql, signedLimbSumsSql } from "../store/deltas.js";
+import type { IndexName } from "../store/indexes.js";
+import type { Params, Snapshot } from "./store.js";
+
+/*
+ * Balances as of a block, summed from the balance indexes (store/deltas.ts): one holder's
+ * holdings, or one token's holders. Shared by the ERC-20 routes (balances.ts, holders.ts) and
+ * the NFT routes (nfts.ts).
+ *
+ * Per index file (a chunk's, or a merged run's) a holding's net change. Files are whole block
+ * ranges in chain order, so for a past block `n` every file's change counts whole where its last
+ * change is at or before `n`; the holdings whose changes in the one file holding `n` lie on both
+ * sides of it ("straddling") are summed from their transfers instead, from that change's first
+ * block up to `n`. The chunks with no index file yet (not settled: merges.ts derives it later)
+ * are summed from their transfers too. At the head nothing straddles: one read of the index files
+ * whose key filter admits the holder or token, plus the unsettled tail.
+ */
+
+/** The most holdings a past block may find mid-change before a query is refused. */
+export const MAX_STRADDLING = 5_000;
+
+/** More than MAX_STRADDLING holdings to sum from transfers: the API answers 503 TOO_MANY_CHANGES. */
+export class TooManyChangesError extends Error {
+	readonly code = "TOO_MANY_CHANGES";
+
+	constructor(count: number, n: number) {
+		super(
+			`${count} balances changed on both sides of block ${n} within one merged file (at most ${MAX_STRADDLING} are summed from transfers); ask for the head, or a block nearer to it`,
+		);
+		this.name = "TooManyChangesError";
+	}
+}
+
+const INDEX: Record<HoldingKind, Record<"address" | "token", IndexName>> = {
+	erc20: { address: "erc20_balances", token: "erc20_holders" },
+	nft: { address: "nft_balances", token: "nft_holders" },
+};
+
+export interface DeltaQuery {
+	kind: HoldingKind;
+	/** Whose holdings: one holder's (`address`) or one token's holders (`token`). */
+	by: "address" | "token";
+	value: string;
+	/** As of this block (at most the head). */
+	n: number;
+}
+
+/** The columns a holding of `q` is grouped by: what is not fixed by the query. */
+export const groupOf = (q: Pick<DeltaQuery, "kind" | "by">): string[] =>
+	["address", ...HOLDING_KEYS[q.kind]].filter((c) => c !== q.by);
+
+/**
+ * SQL CTEs (as a list, to go after WITH) whose last, `sums`, has one row per holding of `q` with
+ * any change up to block `n`: its group columns (groupOf), the limb sums d0..d8 (HUGEINT; zero
+ * balances included) and `seen`, the last block at or before `n` that changed it. With the params
+ * they bind, the block window and the key to read with. Throws TooManyChangesError.
+ */
+export async function deltaSums(
+	db: Snapshot,
+	q: DeltaQuery,
+): Promise<{ ctes: string[]; params: Params; window: [number, number]; key: string }> {
+	const index = INDEX[q.kind][q.by];
+	const group = groupOf(q);
+	const cols = group.join(", ");
+	const window: [number, number] = [0, q.n];
+	const params: Params = { v: q.value, n: q.n };
+	const head = db.head() ?? q.n;
+	const straddling =
+		q.n < head
+			? await db.query(
+					`SELECT ${cols}, first_block FROM {${index}} WHERE ${q.by} = $v AND first_block <= $n AND last_block > $n`,
+					{ v: q.value, n: q.n },
+					window,
+					q.value,
+				)
+			: [];
+	if (straddling.length > MAX_STRADDLING) throw new TooManyChangesError(straddling.length, q.n);
+
+	const sums = LIMBS.map((l) => `sum(${l}) FILTER (WHERE last_block <= $n)::HUGEINT AS ${l}`).join(", ");
+	const ctes = [
+		`s AS (SELECT ${cols}, ${sums}, max(last_block) FILTER (WHERE last_block <= $n) AS seen FROM {${index}} WHERE ${q.by} = $v AND first_block <= $n GROUP BY ${cols})`,
+	];
+	const parts = ["SELECT * FROM s"];
+	// The moves of `q`'s holdings in the transfers of `blocks`: a holder's own come from the
+	// address-sorted index where every chunk has it.
+	const moves = (blocks: string) => {
+		if (q.by === "token")
+			return `(${movesSql(`(SELECT * FROM {transfers} WHERE contract = $v AND (${blocks}))`, q.kind)})`;
+		const indexed = db
+			.chunks()
+			.every((c) => !c.datasets.includes("transfers") || db.indexed("transfers_by_address", c));
+		const src = indexed
+			? `(SELECT * EXCLUDE (address) FROM {transfers_by_address} WHERE address = $v AND (${blocks}))`
+			: `(SELECT * FROM {transfers} WHERE (sender = $v OR recipient = $v) AND (${blocks}))`;
+		return `(SELECT * FROM (${movesSql(src, q.kind)}) WHERE address = $v)`;
+	};
+	const summed = (from: string, join = "") =>
+		`SELECT ${group.map((c) => `x.${c}`).join(", ")}, ${signedLimbSumsSql("x.sign", "x.value", "HUGEINT")}, max(x.block_number) AS seen FROM ${from} x ${join} GROUP BY ${group.map((c) => `x.${c}`).join(", ")}`;
+
+	const tail = lacking(db, index, q.n);
+	if (tail.length > 0) {
+		ctes.push(`q AS (${summed(moves(inRanges(tail, params)))})`);
+		parts.push("SELECT * FROM q");
+	}
+	if (straddling.length > 0) {
+		params.lo = Math.min(...straddling.map((r) => Number(r.first_block)));
+		const values = straddling.map((r, i) => {
+			const row = group.map((c, j) => {
+				params[`s${i}_${j}`] = String(r[c]);
+				return `$s${i}_${j}`;
+			});
+			params[`s${i}_b`] = Number(r.first_block);
+			return `(${row.join(", ")}, $s${i}_b::UBIGINT)`;
+		});
+		ctes.push(
+			`st(${cols}, since) AS (VALUES ${values.join(", ")})`,
+			`p AS (${summed(moves("block_number BETWEEN $lo AND $n"), `JOIN st ON ${group.map((c) => `x.${c} = st.${c}`).join(" AND ")} AND x.block_number >= st.since`)})`,
+		);
+		parts.push("SELECT * FROM p");
+	}
+	ctes.push(
+		parts.length === 1
+			? "sums AS (SELECT * FROM s)"
+			: `sums AS (SELECT ${cols}, ${LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ")}, max(seen) AS seen FROM (${parts.join(" UNION ALL BY NAME ")}) GROUP BY ${cols})`,
+	);
+	return { ctes, params, window, key: q.value };
+}
+
+/**
+ * The block ranges up to `n` of the chunks that have transfers but no file of `index` yet (not
+ * settled: the settled-only indexes are derived in the background, merges.ts), adjacent ones
+ * joined: what a balance sums from the transfers themselves.
+ */
+export function lacking(db: Snapshot, index: IndexName, n: number): [number, number][] {
+	const out: [number, number][] = [];
+	for (const c of db.chunks()) {
+		if (c.from > n || !c.datasets.includes("transfers") || db.indexed(index, c)) continue;
+		const last = out.at(-1);
+		if (last && last[1] + 1 === c.from) last[1] = Math.min(c.to, n);
+		else out.push([c.from, Math.min(c.to, n)]);
+	}
+	return out;
+}
+
+/** SQL of `block_number` within any of `ranges` (bound as $r<i>a, $r<i>b in `params`). */
+export function inRanges(ranges: readonly [number, number][], params: Params): string {
+	return ranges
+		.map(([a, b], i) => {
+			params[`r${i}a`] = a;
+			params[`r${i}b`] = b;
+			return `block_number BETWEEN $r${i}a AND $r${i}b`;
+		})
+		.join(" OR ");
+}
