@@ -24,6 +24,7 @@ import { balancesRoutes } from "./routes/balances.js";
 import { blockRoutes } from "./routes/blocks.js";
 import { contractRoutes } from "./routes/contracts.js";
 import { healthRoutes } from "./routes/health.js";
+import { nftRoutes } from "./routes/nfts.js";
 import { txRoutes } from "./routes/txs.js";
 import { securityHeaders } from "./security-headers.js";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./send-list.js";
@@ -191,6 +192,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			blockRoutes(scoped, ctx);
 			contractRoutes(scoped, ctx);
 			balancesRoutes(scoped, ctx);
+			nftRoutes(scoped, ctx);
 		},
 		{ prefix: base },
 	);

@@ -3,6 +3,7 @@ import { DATASETS, type DatasetName } from "../extract/rows.js";
 import { ethBlockNumber, ethBlockNumberAtLeast, ethChainId } from "../rpc/actions.js";
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
+import { metadataSource } from "../rpc/token-reads.js";
 import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
 import { alignedChunks, chainDir } from "../store/layout.js";
 import { acquireWriteLock } from "../store/lock.js";
@@ -82,6 +83,7 @@ export interface BackfillSummary {
 }
 
 export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
+	const metadata = metadataSource(rpc);
 	/** Exports blocks [from, to] into Parquet, skipping ranges already written. */
 	async function run(opts: BackfillRun): Promise<BackfillSummary> {
 		const started = performance.now();
@@ -198,6 +200,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 					manifest,
 					(files) => retired.retire(files),
 					() => opts.signal?.aborted === true,
+					metadata,
 				);
 				await retired.sweep();
 				let chunkRows = 0;

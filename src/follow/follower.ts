@@ -4,6 +4,7 @@ import type { TraceFormat } from "../extract/extract-block.js";
 import { compareBlockHash, ethBlockNumber, ethGetBlockHash } from "../rpc/actions.js";
 import type { RpcClient, RpcHealth } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
+import { metadataSource } from "../rpc/token-reads.js";
 import {
 	deriveIndexes,
 	dropReturnedGhosts,
@@ -98,6 +99,7 @@ export function createFollower(opts: FollowerOptions) {
 	const finality = opts.finalityDepth ?? DEFAULT_FINALITY_DEPTH;
 	const partitionSize = opts.partitionSize ?? 1000;
 	const fetcher = createRangeFetcher({ rpc, logger, concurrency: opts.concurrency ?? 8 });
+	const metadata = metadataSource(rpc);
 	const stats: FollowerStats = {
 		nodeHead: null,
 		storedHead: null,
@@ -202,13 +204,13 @@ export function createFollower(opts: FollowerOptions) {
 	 */
 	function mergeInBackground(s: NonNullable<typeof state>) {
 		if (merging || stopping || Date.now() < mergeRetryAt) return;
-		if (!mergeDue(dataDir, s.manifest)) return;
+		if (!mergeDue(dataDir, s.manifest, metadata)) return;
 		merging = (async () => {
 			const writer = await createParquetWriter();
 			try {
 				// One merge at a time, and none while the follower is behind: head lag comes first.
 				while (!stopping && caughtUp()) {
-					const gone = await mergeNext(writer, dataDir, s.manifest, exclusive);
+					const gone = await mergeNext(writer, dataDir, s.manifest, exclusive, metadata);
 					if (!gone) break;
 					retire(gone);
 				}

@@ -21,6 +21,7 @@ import {
 	readManifestChecked,
 } from "../store/manifest.js";
 import { SCHEMAS } from "../store/schema.js";
+import { METADATA_TABLES, type MetadataTable, metadataFiles } from "../store/token-metadata.js";
 import { isFileError, parquetShape } from "../store/verify.js";
 import {
 	DamagedDataError,
@@ -268,7 +269,8 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	};
 	/** `{dataset}` → the files `manifest` lists (of the chunks overlapping `window`, if given), or a
 	 * typed empty relation while there are none. `{ghost_blocks}` is the reorged-out blocks, with
-	 * the columns of blocks; an index (`{transfers_by_address}`) has its source's columns plus `address`. */
+	 * the columns of blocks; an index (`{transfers_by_address}`) has its source's columns plus `address`;
+	 * `{token_metadata}` and `{token_uris}` are the token metadata (store/token-metadata.ts). */
 	const expand = (
 		manifest: Manifest | null,
 		sql: string,
@@ -277,6 +279,16 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		read: { files: number; paths?: string[] },
 	) =>
 		sql.replace(/\{([a-z][a-z0-9_]*)\}/g, (whole, name: string) => {
+			if (name in METADATA_TABLES) {
+				const table = METADATA_TABLES[name as MetadataTable];
+				const files = metadataFiles(dataDir, manifest, name as MetadataTable);
+				read.files += files.length;
+				read.paths?.push(...files);
+				if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
+				return `(SELECT ${Object.entries(table.columns)
+					.map(([c, type]) => `NULL::${type} AS "${c}"`)
+					.join(", ")} WHERE false)`;
+			}
 			const ghost = name === GHOST_DATASET;
 			const index = name in INDEXES ? INDEXES[name as IndexName] : undefined;
 			if (!ghost && !index && !DATASETS.includes(name as DatasetName)) return whole;

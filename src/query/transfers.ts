@@ -18,6 +18,8 @@ export interface TransferFilter {
 	contracts?: string[];
 	/** Token contract whose transfers are listed (`/contract/{c}/transfers`). */
 	token?: string;
+	/** One token id (ERC-721, ERC-1155, batches included). */
+	tokenId?: string;
 }
 
 const ASSET_CONDITION: Record<AssetFilter, string> = {
@@ -40,6 +42,10 @@ export function findTransfers(db: Snapshot, f: TransferFilter, page: Page): Prom
 	if (f.token) {
 		params.token = f.token;
 		where.push("contract = $token");
+	}
+	if (f.tokenId !== undefined) {
+		params.token_id = f.tokenId;
+		where.push("(token_id = $token_id OR list_contains(batch_token_ids, $token_id))");
 	}
 	if (f.origin) {
 		params.origin = f.origin;

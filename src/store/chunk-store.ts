@@ -19,6 +19,7 @@ import {
 } from "./manifest.js";
 import { previousManifestPath } from "./manifest-check.js";
 import type { ParquetWriter } from "./parquet-writer.js";
+import { METADATA_TABLE_NAMES } from "./token-metadata.js";
 
 export interface ChunkRange {
 	from: number;
@@ -227,7 +228,7 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 		removed.push(basename(tmp));
 	}
 	const keep = listedPaths(dataDir, manifest);
-	for (const d of [...DATASETS, ...INDEX_NAMES, GHOST_DATASET]) {
+	for (const d of [...DATASETS, ...INDEX_NAMES, GHOST_DATASET, ...METADATA_TABLE_NAMES]) {
 		const dir = join(dataDir, manifest.chain, d);
 		let present: string[];
 		try {

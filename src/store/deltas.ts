@@ -22,7 +22,10 @@ const WIDTH = LIMB_DIGITS * LIMBS.length;
 
 /** Token rows of `src` as (block_number, token, token_id, sender, recipient, value[, extra]). */
 function items(src: string, kind: HoldingKind, extra: readonly string[]): string {
-	const more = extra.map((c) => `, ${c}`).join("");
+	const more = extra
+		.filter((c) => !["sender", "recipient"].includes(c))
+		.map((c) => `, ${c}`)
+		.join("");
 	if (kind === "erc20")
 		return `SELECT block_number, contract AS token, NULL::VARCHAR AS token_id, sender, recipient, value${more} FROM ${src} WHERE token_standard = 'erc20' AND value IS NOT NULL`;
 	return `SELECT block_number, contract AS token, token_id, sender, recipient, CASE WHEN token_standard = 'erc721' THEN '1' ELSE value END AS value${more} FROM ${src} WHERE token_standard IN ('erc721', 'erc1155') AND token_id IS NOT NULL

@@ -3,6 +3,7 @@ import { filterPath } from "./key-filter.js";
 import { partitionPath } from "./layout.js";
 import { type ChunkEntry, chunkFiles, ghostFiles, type Manifest } from "./manifest.js";
 import type { RunEntry } from "./runs.js";
+import { METADATA_TABLE_NAMES, metadataFiles } from "./token-metadata.js";
 
 /*
  * Which files hold what, now that an index's rows live in merged runs (runs.ts) and in the own
@@ -115,11 +116,12 @@ export const runFiles = (dataDir: string, m: Manifest): string[] =>
 		return [path, filterPath(path)];
 	});
 
-/** Every file the manifest lists (datasets, indexes, runs and their filters, ghosts): never deleted. */
+/** Every file the manifest lists (datasets, indexes, runs and their filters, ghosts, token metadata): never deleted. */
 export function listedPaths(dataDir: string, m: Manifest): Set<string> {
 	return new Set([
 		...m.chunks.flatMap((c) => chunkFiles(dataDir, m.chain, c)),
 		...runFiles(dataDir, m),
 		...ghostFiles(dataDir, m),
+		...METADATA_TABLE_NAMES.flatMap((t) => metadataFiles(dataDir, m, t)),
 	]);
 }

@@ -9,6 +9,7 @@ import type { IndexName } from "./indexes.js";
 import { manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
 import type { RunEntry } from "./runs.js";
+import type { MetadataEntry } from "./token-metadata.js";
 
 /** One written block range: its files exist for exactly the datasets listed. */
 export interface ChunkEntry {
@@ -62,6 +63,8 @@ export interface Manifest {
 	runs?: RunEntry[];
 	/** Blocks per partition (--partition-size) of the writers: which chunks are settled (runs.ts). */
 	partition_size?: number;
+	/** Token metadata read from the node (token-metadata.ts), per settled block range covered. */
+	metadata?: MetadataEntry[];
 	/** Rows (all datasets) from which a settled chunk is no longer merged (chunk-merges.ts); absent: COMPACT_ROWS. */
 	compact_rows?: number;
 }

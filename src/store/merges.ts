@@ -1,4 +1,5 @@
 import { rm } from "node:fs/promises";
+import type { TokenReader } from "../rpc/token-reads.js";
 import { chunkMergeStep, planChunkMerge } from "./chunk-merges.js";
 import { deriveIndexes } from "./chunk-store.js";
 import { INDEX_NAMES, INDEXES, type IndexName, SETTLED_ONLY } from "./indexes.js";
@@ -8,12 +9,20 @@ import { isIndexed } from "./listing.js";
 import { type ChunkEntry, type Manifest, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
 import { mergeStep, planMerge, settledChunks } from "./runs.js";
+import { metadataDue, metadataStep } from "./token-metadata.js";
 
 /*
  * The background work on settled chunks, in the order it must run: the settled-only index files
  * (indexes.ts) first, then each index's runs (runs.ts), then the chunks' dataset files
- * (chunk-merges.ts), whose groups must lie within one run of every index.
+ * (chunk-merges.ts), whose groups must lie within one run of every index. Writers that have a
+ * node also read the metadata of the tokens the settled chunks moved (token-metadata.ts).
  */
+
+/** A writer's node, for token metadata; `uris`: also each NFT's tokenURI/uri (one call per id). */
+export interface MetadataSource {
+	reader: TokenReader;
+	uris: boolean;
+}
 
 type Exclusive = <T>(commit: () => Promise<T>) => Promise<T>;
 
@@ -56,8 +65,11 @@ async function deriveStep(
 }
 
 /** Whether any merge is due. */
-export const mergeDue = (dataDir: string, m: Manifest): boolean =>
-	underived(m) !== null || INDEX_NAMES.some((i) => planMerge(dataDir, m, i) !== null) || planChunkMerge(m) !== null;
+export const mergeDue = (dataDir: string, m: Manifest, metadata?: MetadataSource): boolean =>
+	(metadata !== undefined && metadataDue(m)) ||
+	underived(m) !== null ||
+	INDEX_NAMES.some((i) => planMerge(dataDir, m, i) !== null) ||
+	planChunkMerge(m) !== null;
 
 /** Runs the next due merge; returns the files its commit unlisted, or null when none was due. */
 export async function mergeNext(
@@ -65,9 +77,14 @@ export async function mergeNext(
 	dataDir: string,
 	m: Manifest,
 	exclusive?: Exclusive,
+	metadata?: MetadataSource,
 ): Promise<string[] | null> {
 	const derived = await deriveStep(writer, dataDir, m, exclusive);
 	if (derived) return derived;
+	if (metadata) {
+		const read = await metadataStep(writer, dataDir, m, metadata.reader, metadata.uris, exclusive);
+		if (read) return read;
+	}
 	for (const index of INDEX_NAMES) {
 		const gone = await mergeStep(writer, dataDir, m, index, exclusive);
 		if (gone) return gone;
@@ -82,10 +99,11 @@ export async function mergeAll(
 	m: Manifest,
 	retire: (files: string[]) => void | Promise<void>,
 	stop: () => boolean = () => false,
+	metadata?: MetadataSource,
 ): Promise<number> {
 	let merges = 0;
 	while (!stop()) {
-		const gone = await mergeNext(writer, dataDir, m);
+		const gone = await mergeNext(writer, dataDir, m, undefined, metadata);
 		if (!gone) break;
 		merges++;
 		await retire(gone);

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
@@ -34,6 +34,16 @@ export interface ParquetWriter {
 	 * before its rename, its folder after: util/fsync.ts); returns the row count. So do merge and derive.
 	 */
 	write<D extends DatasetName>(dataset: D, rows: DatasetRows[D], path: string, stagingDir: string): Promise<number>;
+	/** The same for rows of a table outside the datasets (`columns`: name → DuckDB type), sorted by `order`. */
+	writeRows(
+		columns: Record<string, string>,
+		order: string,
+		rows: readonly object[],
+		path: string,
+		stagingDir: string,
+	): Promise<number>;
+	/** Rows of a read-only SQL query over Parquet files (for the writers' own lookups). */
+	select(sql: string): Promise<Record<string, unknown>[]>;
 	/**
 	 * Writes the rows of Parquet `files` (matching `where`, an SQL condition of the caller's own
 	 * text) into one file at `path`, sorted, atomically; returns the row count. For compaction
@@ -88,20 +98,24 @@ const indexCopyOptions = (index: IndexName) =>
 export async function createParquetWriter(): Promise<ParquetWriter> {
 	const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
 	const conn: DuckDBConnection = await instance.connect();
-	return {
-		async write(dataset, rows, path, stagingDir) {
+	const writer: ParquetWriter = {
+		write(dataset, rows, path, stagingDir) {
 			const schema: Record<string, readonly [string, string]> = SCHEMAS[dataset];
-			const columns = Object.entries(schema).map(([name, [type]]) => `${quote(name)}: ${quote(type)}`);
-			const names = Object.keys(schema)
+			const columns = Object.fromEntries(Object.entries(schema).map(([name, [type]]) => [name, type]));
+			return writer.writeRows(columns, orderOf(dataset), rows, path, stagingDir);
+		},
+		async writeRows(columns, order, rows, path, stagingDir) {
+			const typed = Object.entries(columns).map(([c, type]) => `${quote(c)}: ${quote(type)}`);
+			const names = Object.keys(columns)
 				.map((n) => `"${n}"`)
 				.join(", ");
 			await mkdir(stagingDir, { recursive: true });
 			await mkdirDurably(dirname(path));
-			const staged = join(stagingDir, `${dataset}.ndjson`);
+			const staged = join(stagingDir, `${basename(path)}.ndjson`);
 			await writeNdjson(staged, rows);
 			const tmp = `${path}.tmp`;
 			await conn.run(
-				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${columns.join(", ")}}) ORDER BY ${orderOf(dataset)})
+				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${typed.join(", ")}}) ORDER BY ${order})
 				 TO ${quote(tmp)} (${parquetCopyOptions(rows.length)})`,
 			);
 			await fsyncFile(tmp);
@@ -111,6 +125,9 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			crashPoint("parquet.write.renamed");
 			await rm(staged, { force: true });
 			return rows.length;
+		},
+		async select(sql) {
+			return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
 		},
 		async merge(dataset, files, path, where = "true") {
 			const source = `read_parquet([${files.map(quote).join(", ")}])`;
@@ -180,6 +197,7 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			instance.closeSync();
 		},
 	};
+	return writer;
 }
 
 /** Streams rows as NDJSON: a mainnet chunk's text can pass V8's largest string (~512 MiB). */

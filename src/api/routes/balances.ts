@@ -3,72 +3,34 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { tokenBalances } from "../../query/balances.js";
 import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../query/holders.js";
-import type { Snapshot } from "../../query/store.js";
+import { type TokenMeta, tokenMetas } from "../../query/tokens.js";
 import { PARTS, withDecimals } from "../../store/amounts.js";
-import { missingRanges } from "../../store/manifest.js";
 import { type ApiContext, openChain } from "../context.js";
-import { ApiError, badRequest } from "../errors.js";
+import { badRequest } from "../errors.js";
+import { asOf, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
 import { DEFAULT_LIMIT } from "../list-reply.js";
-import { addressParam, blockNumberParam, formatParam, limitParam } from "../params.js";
-import { headBlock } from "../range.js";
+import { addressParam, blockNumberParam } from "../params.js";
 import { sendList } from "../send-list.js";
 
 /*
  * The Balances API of the service we are compatible with (docs/api-contract.md §8), under
  * {base}/balances/{chain_id}/v1: a wallet's ERC-20 balances, a token's holders, a token's supply,
  * each at the head or as of `block_number`. Computed from the lake (query/balances.ts,
- * query/holders.ts), exact for uint256. Token metadata (name, symbol, decimals) is not collected
- * yet: those fields are null and value_calculated is the raw value (decimals unknown).
+ * query/holders.ts), exact for uint256. Name, symbol and decimals come from the token metadata
+ * the writers read from the node (store/token-metadata.ts): null until read, or where the token
+ * does not answer; value_calculated is then the raw value.
  */
 
-const chainParam = z.string().regex(/^eip155-\d{1,16}$/, "must be eip155-<chain number>, e.g. eip155-1");
-const offsetParam = z.string().max(300, "must be the next_offset of the previous page");
-const pageQuery = {
-	limit: limitParam.optional(),
-	offset: offsetParam.optional(),
-	block_number: blockNumberParam.optional(),
-	format: formatParam.optional(),
-	// The official client forwards its page size as batchSize next to limit: accepted, unused.
-	batchSize: z.string().optional(),
-};
-
-/** No price source: every price field is null (README says so). */
-const NO_PRICE = null;
-
-/** `block_number` (absolute, negative from the head, or latest) → a stored block; balances need the
- * whole history from block 0, so a folder with a gap answers 503 saying which blocks to backfill. */
-async function asOf(db: Snapshot, blockNumber: string | undefined): Promise<number> {
-	const head = await headBlock(db);
-	const chunks = db.chunks();
-	const gaps = missingRanges({ version: 1, chain: db.chain, chain_number: 0, chunks: [...chunks] }, 0, head);
-	if (gaps.length > 0) {
-		const [a, b] = gaps[0] as [number, number];
-		throw new ApiError(
-			503,
-			"HISTORY_INCOMPLETE",
-			`balances are sums over the whole history, and ${db.chain} lacks blocks ${a}..${b}: backfill them (npm run backfill -- --from ${a} --to ${b})`,
-		);
-	}
-	if (blockNumber === undefined || blockNumber === "latest") return head;
-	const n = Number(blockNumber);
-	const block = n < 0 ? head + n : n;
-	if (block < 0)
-		throw badRequest("INVALID_BLOCK", `block_number ${blockNumber} is before block 0 (the head is ${head})`);
-	if (block > head)
-		throw badRequest(
-			"BLOCK_NOT_STORED",
-			`block_number ${block} is past the newest block stored (${head}); ask for ${head} or less, or latest`,
-		);
-	return block;
-}
-
-const tokenInfo = (address: string) => ({
+const tokenInfo = (address: string, meta: TokenMeta | undefined) => ({
 	address,
-	decimals: null,
-	symbol: null,
-	name: null,
+	decimals: meta?.decimals ?? null,
+	symbol: meta?.symbol ?? null,
+	name: meta?.name ?? null,
 	estimated_usd_price: NO_PRICE,
 });
+
+/** `raw` with the token's decimals applied (as is where they are unknown). */
+const calculated = (raw: bigint, meta: TokenMeta | undefined) => withDecimals(raw, meta?.decimals ?? 0);
 
 export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();
@@ -98,6 +60,10 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			);
 			const page = all.slice(0, limit);
 			const hasMore = all.length > limit;
+			const metas = await tokenMetas(
+				db,
+				page.map((b) => b.token),
+			);
 			return sendList(reply, q.format, {
 				range: {
 					has_more: hasMore,
@@ -109,9 +75,9 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 					id: `${req.params.address}:${b.token}`,
 					seen_at_block_number: b.seenAt,
 					value_raw: b.raw.toString(),
-					value_calculated: withDecimals(b.raw, 0),
+					value_calculated: calculated(b.raw, metas.get(b.token)),
 					estimated_usd_value: NO_PRICE,
-					token: tokenInfo(b.token),
+					token: tokenInfo(b.token, metas.get(b.token)),
 				})),
 			});
 		},
@@ -135,6 +101,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			const n = await asOf(db, q.block_number);
 			const after = q.offset === undefined ? undefined : parseCursor(q.offset);
 			const page = await tokenHolders(db, req.params.contract, { limit: q.limit ?? DEFAULT_LIMIT, after }, n);
+			const meta = (await tokenMetas(db, [req.params.contract])).get(req.params.contract);
 			return sendList(reply, q.format, {
 				range: {
 					has_more: page.hasMore,
@@ -147,7 +114,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 					address: h.address,
 					seen_at_block_number: h.seenAt,
 					value_raw: h.raw.toString(),
-					value_calculated: withDecimals(h.raw, 0),
+					value_calculated: calculated(h.raw, meta),
 					estimated_usd_value: NO_PRICE,
 				})),
 			});
@@ -171,10 +138,11 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			const n = await asOf(db, req.query.block_number);
 			const zero = (await tokenBalances(db, ZERO_ADDRESS, n)).find((b) => b.token === req.params.contract);
 			const supply = zero && zero.raw < 0n ? -zero.raw : null;
+			const meta = (await tokenMetas(db, [req.params.contract])).get(req.params.contract);
 			return {
-				...tokenInfo(req.params.contract),
+				...tokenInfo(req.params.contract, meta),
 				total_supply_raw: supply?.toString() ?? null,
-				total_supply_calculated: supply === null ? null : withDecimals(supply, 0),
+				total_supply_calculated: supply === null ? null : calculated(supply, meta),
 			};
 		},
 	);

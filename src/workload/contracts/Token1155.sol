@@ -11,6 +11,11 @@ contract Token1155 {
     event TransferBatch(address indexed operator, address indexed from, address indexed to, uint256[] ids, uint256[] values);
     event ApprovalForAll(address indexed account, address indexed operator, bool approved);
 
+    /// One URI for every id, with {id} for the client to fill in (ERC-1155 metadata).
+    function uri(uint256) external pure returns (string memory) {
+        return "https://tokens.example.invalid/{id}.json";
+    }
+
     function mint(address to, uint256 id, uint256 amount) external {
         balanceOf[id][to] += amount;
         emit TransferSingle(msg.sender, address(0), to, id, amount);

@@ -1,0 +1,347 @@
+import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { deltaSums } from "../../query/deltas.js";
+import { ZERO_ADDRESS } from "../../query/holders.js";
+import { type Arrival, arrivals, holdingKey, type NftHolding, nftHoldings } from "../../query/nfts.js";
+import type { Row, Snapshot } from "../../query/store.js";
+import { type TokenMeta, tokenMetas, tokenUris } from "../../query/tokens.js";
+import { findTransfers } from "../../query/transfers.js";
+import { amountOf, LIMBS } from "../../store/amounts.js";
+import { type ApiContext, openChain } from "../context.js";
+import { badRequest, notFound } from "../errors.js";
+import { asOf, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
+import { DEFAULT_LIMIT, envelope, pageOf } from "../list-reply.js";
+import { addressParam, blockNumberParam, booleanParam, listQuery } from "../params.js";
+import { resolveRange } from "../range.js";
+import { sendList } from "../send-list.js";
+import { tokenContent } from "../token-uri.js";
+
+/*
+ * The NFT API of the service we are compatible with (docs/api-contract.md §9), under
+ * {base}/nft/{chain_id}/v1: what an address holds, a collection's owners, transfer histories,
+ * a token's and a collection's metadata. Holdings come from the nft_balances/nft_holders indexes
+ * (query/nfts.ts) as of any block; metadata from what the writers read from the node
+ * (store/token-metadata.ts). No price source: sale_price is null.
+ */
+
+const tokenIdParam = z.string().regex(/^\d{1,78}$/, "must be a token id: a decimal number");
+const supplemental = {
+	metadata: booleanParam.optional(),
+	sale_price: booleanParam.optional(),
+};
+const path = () => z.object({ chain_id: chainParam, address: addressParam });
+const tokenPath = () => z.object({ chain_id: chainParam, address: addressParam, token_id: tokenIdParam });
+
+const collection = (address: string, meta: TokenMeta | undefined, standard?: string) => ({
+	address,
+	standard: meta?.standard ?? standard ?? null,
+	name: meta?.name ?? null,
+	symbol: meta?.symbol ?? null,
+});
+
+/** The `metadata` objects of (contract, id) pairs, when the client asked for them. */
+async function contents(db: Snapshot, wanted: boolean | undefined, pairs: { contract: string; tokenId: string }[]) {
+	const out = new Map<string, Awaited<ReturnType<typeof tokenContent>>>();
+	if (!wanted) return out;
+	const uris = await tokenUris(db, pairs);
+	for (const p of pairs) {
+		const key = `${p.contract}:${p.tokenId}`;
+		if (!out.has(key)) out.set(key, await tokenContent(uris.get(key), p.tokenId));
+	}
+	return out;
+}
+
+/** `a_b` of a holdings page's last item → [a, b], checked. */
+function parseOffset(offset: string | undefined, first: RegExp, second: RegExp): [string, string] | undefined {
+	if (offset === undefined) return undefined;
+	const [a = "", b = "", ...rest] = offset.split("_");
+	if (rest.length > 0 || !first.test(a) || !second.test(b))
+		throw badRequest("INVALID_OFFSET", "offset must be the next_offset of the previous page");
+	return [a, b];
+}
+const ADDRESS = /^0x[0-9a-f]{40}$/;
+const ID = /^\d{1,78}$/;
+
+/** One item per token id of an NFT transfers row (a TransferBatch row moves several). */
+function perTokenId(r: Row, only?: string): { row: Row; tokenId: string; amount: string; id: string }[] {
+	const ids = (r.batch_token_ids as string[] | null) ?? null;
+	if (!ids) return [{ row: r, tokenId: String(r.token_id), amount: String(r.value ?? "1"), id: String(r.id) }];
+	const values = (r.batch_values as string[]) ?? [];
+	return ids
+		.map((tokenId, i) => ({ row: r, tokenId, amount: String(values[i] ?? "0"), id: `${r.id}:${i}` }))
+		.filter((x) => only === undefined || x.tokenId === only);
+}
+
+export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
+	const r = app.withTypeProvider<ZodTypeProvider>();
+
+	/** A page of history: NFT transfers rows expanded per token id, with collection and metadata. */
+	async function history(db: Snapshot, rows: Row[], metadata: boolean | undefined, only?: string) {
+		const items = rows.flatMap((row) => perTokenId(row, only));
+		const metas = await tokenMetas(db, [...new Set(items.map((i) => String(i.row.contract)))]);
+		const content = await contents(
+			db,
+			metadata,
+			items.map((i) => ({ contract: String(i.row.contract), tokenId: i.tokenId })),
+		);
+		return items.map(({ row, tokenId, amount, id }) => ({
+			id,
+			token_id: tokenId,
+			amount,
+			collection: collection(String(row.contract), metas.get(String(row.contract)), String(row.token_standard)),
+			metadata: content.get(`${row.contract}:${tokenId}`) ?? null,
+			transfer: {
+				block_number: Number(row.block_number),
+				block_timestamp: Number(row.block_timestamp),
+				tx_hash: String(row.transaction_hash),
+				from: String(row.sender),
+				to: String(row.recipient),
+				origin: String(row.origin),
+				owner: String(row.recipient),
+			},
+			sale_price: NO_PRICE,
+		}));
+	}
+
+	r.get(
+		"/nft/:chain_id/v1/:address/inventory",
+		{
+			schema: {
+				summary: "NFTs an address holds",
+				description:
+					"Every ERC-721 and ERC-1155 token the address holds (positive amounts) at the head or as of block_number, by collection then token id, each with the transfer that brought it. Example: /nft/eip155-1/v1/0x.../inventory?metadata=true",
+				tags: ["nft"],
+				params: path(),
+				querystring: z.object({ ...pageQuery, ...supplemental, contract: addressParam.optional() }).strict(),
+			},
+		},
+		async (req, reply) => {
+			const db = openChain(ctx, req.params.chain_id);
+			const q = req.query;
+			const n = await asOf(db, q.block_number);
+			const page = await nftHoldings(db, {
+				by: "address",
+				value: req.params.address,
+				n,
+				contract: q.contract,
+				limit: q.limit ?? DEFAULT_LIMIT,
+				after: parseOffset(q.offset, ADDRESS, ID),
+			});
+			const [came, metas, content] = await Promise.all([
+				arrivals(db, page.items, n),
+				tokenMetas(db, [...new Set(page.items.map((h) => h.token))]),
+				contents(
+					db,
+					q.metadata,
+					page.items.map((h) => ({ contract: h.token, tokenId: h.tokenId })),
+				),
+			]);
+			const last = page.items.at(-1);
+			return sendList(reply, q.format, {
+				range: {
+					has_more: page.hasMore,
+					start_block: 0,
+					end_block: n,
+					next_offset: page.hasMore && last ? `${last.token}_${last.tokenId}` : null,
+				},
+				items: page.items.map((h) => {
+					const a = came.get(holdingKey(h));
+					return {
+						id: `${h.token}:${h.tokenId}`,
+						token_id: h.tokenId,
+						amount: h.amount.toString(),
+						collection: collection(h.token, metas.get(h.token), a?.standard),
+						transfer: arrivalOf(a, h),
+						metadata: content.get(`${h.token}:${h.tokenId}`) ?? null,
+						sale_price: NO_PRICE,
+					};
+				}),
+			});
+		},
+	);
+
+	r.get(
+		"/nft/:chain_id/v1/:address/owner",
+		{
+			schema: {
+				summary: "Owners of an NFT collection",
+				description:
+					"Every (token id, holder) of the collection with a positive amount, at the head or as of block_number, by token id then holder, each with the transfer that brought it. Example: /nft/eip155-1/v1/0x.../owner",
+				tags: ["nft"],
+				params: path(),
+				querystring: z.object({ ...pageQuery, ...supplemental }).strict(),
+			},
+		},
+		async (req, reply) => {
+			const db = openChain(ctx, req.params.chain_id);
+			const q = req.query;
+			const n = await asOf(db, q.block_number);
+			const contract = req.params.address;
+			const page = await nftHoldings(db, {
+				by: "token",
+				value: contract,
+				n,
+				limit: q.limit ?? DEFAULT_LIMIT,
+				after: parseOffset(q.offset, ID, ADDRESS),
+			});
+			const [came, content] = await Promise.all([
+				arrivals(db, page.items, n),
+				contents(
+					db,
+					q.metadata,
+					page.items.map((h) => ({ contract, tokenId: h.tokenId })),
+				),
+			]);
+			const last = page.items.at(-1);
+			return sendList(reply, q.format, {
+				range: {
+					has_more: page.hasMore,
+					start_block: 0,
+					end_block: n,
+					next_offset: page.hasMore && last ? `${last.tokenId}_${last.holder}` : null,
+				},
+				items: page.items.map((h) => {
+					const a = came.get(holdingKey(h));
+					return {
+						id: `${h.tokenId}:${h.holder}`,
+						token_id: h.tokenId,
+						owner: h.holder,
+						amount: h.amount.toString(),
+						transfer: { ...arrivalOf(a, h), owner: h.holder, from: a?.sender ?? null, to: h.holder },
+						metadata: content.get(`${contract}:${h.tokenId}`) ?? null,
+						sale_price: NO_PRICE,
+					};
+				}),
+			});
+		},
+	);
+
+	r.get(
+		"/nft/:chain_id/v1/:address/history",
+		{
+			schema: {
+				summary: "NFT transfers of an address",
+				description:
+					"ERC-721 and ERC-1155 transfers the address sent or received, one item per token id (a batch gives several), in chain order. Example: /nft/eip155-1/v1/0x.../history?contract=0x...",
+				tags: ["nft"],
+				params: path(),
+				querystring: z.object({ ...listQuery, ...supplemental, contract: addressParam.optional() }).strict(),
+			},
+		},
+		async (req, reply) => {
+			const db = openChain(ctx, req.params.chain_id);
+			const q = req.query;
+			const range = await resolveRange(db, q);
+			const result = await findTransfers(
+				db,
+				{ address: req.params.address, assets: ["nft"], contracts: q.contract ? [q.contract] : undefined },
+				pageOf(q, range),
+			);
+			const base = envelope(range, result, (x) => x);
+			return sendList(reply, q.format, { range: base.range, items: await history(db, result.rows, q.metadata) });
+		},
+	);
+
+	r.get(
+		"/nft/:chain_id/v1/:address/:token_id/history",
+		{
+			schema: {
+				summary: "Transfers of one NFT",
+				description:
+					"Every transfer of token token_id of the collection (ERC-721 or ERC-1155, batches included), in chain order. Example: /nft/eip155-1/v1/0x.../5340/history",
+				tags: ["nft"],
+				params: tokenPath(),
+				querystring: z.object({ ...listQuery, ...supplemental }).strict(),
+			},
+		},
+		async (req, reply) => {
+			const db = openChain(ctx, req.params.chain_id);
+			const q = req.query;
+			const range = await resolveRange(db, q);
+			const tokenId = BigInt(req.params.token_id).toString();
+			const result = await findTransfers(db, { token: req.params.address, assets: ["nft"], tokenId }, pageOf(q, range));
+			const base = envelope(range, result, (x) => x);
+			return sendList(reply, q.format, {
+				range: base.range,
+				items: await history(db, result.rows, q.metadata, tokenId),
+			});
+		},
+	);
+
+	r.get(
+		"/nft/:chain_id/v1/:address/:token_id/metadata",
+		{
+			schema: {
+				summary: "An NFT's metadata",
+				description:
+					"The token's URI (tokenURI or uri, read from the node) and what it holds (data: URIs decoded; remote ones fetched only where CHAINLAKE_FETCH_TOKEN_URIS=1), its collection, and its last transfer at or before block_number. Example: /nft/eip155-1/v1/0x.../5340/metadata",
+				tags: ["nft"],
+				params: tokenPath(),
+				querystring: z.object({ block_number: blockNumberParam.optional() }).strict(),
+			},
+		},
+		async (req) => {
+			const db = openChain(ctx, req.params.chain_id);
+			const n = await asOf(db, req.query.block_number);
+			const contract = req.params.address;
+			const tokenId = BigInt(req.params.token_id).toString();
+			const last = await findTransfers(
+				db,
+				{ token: contract, assets: ["nft"], tokenId },
+				{ start: 0, end: n, limit: 1, order: "desc" },
+			);
+			const [item] = await history(db, last.rows, true, tokenId);
+			if (!item)
+				throw notFound(
+					"TOKEN_NOT_FOUND",
+					`token ${tokenId} of ${contract} was never transferred in blocks 0..${n}: check the contract and token id`,
+				);
+			const { id: _id, ...rest } = item;
+			return rest;
+		},
+	);
+
+	r.get(
+		"/nft/:chain_id/v1/:address/contract-data",
+		{
+			schema: {
+				summary: "An NFT collection",
+				description:
+					"The collection's standard, name and symbol (read from the node) and its supply at the head: tokens minted minus burnt (for ERC-1155, amounts summed over ids). Example: /nft/eip155-1/v1/0x.../contract-data",
+				tags: ["nft"],
+				params: path(),
+			},
+		},
+		async (req) => {
+			const db = openChain(ctx, req.params.chain_id);
+			const n = await asOf(db, undefined);
+			const contract = req.params.address;
+			const meta = (await tokenMetas(db, [contract])).get(contract);
+			// The zero address holds minus what was minted and not burnt, per id.
+			const sums = await deltaSums(db, { kind: "nft", by: "token", value: contract, n });
+			const [row] = await db.query(
+				`WITH ${sums.ctes.join(", ")} SELECT count(*) AS ids, ${LIMBS.map((l) => `CAST(sum(${l}) AS VARCHAR) AS ${l}`).join(", ")} FROM sums WHERE address = $zero`,
+				{ ...sums.params, zero: ZERO_ADDRESS },
+				sums.window,
+				sums.key,
+			);
+			if (!meta?.standard && Number(row?.ids ?? 0) === 0)
+				throw notFound("COLLECTION_NOT_FOUND", `${contract} has no ERC-721 or ERC-1155 transfers in blocks 0..${n}`);
+			const supply = -amountOf(LIMBS.map((l) => (row?.[l] as string | null) ?? null));
+			return { ...collection(contract, meta), total_supply: supply.toString() };
+		},
+	);
+}
+
+/** The inventory's `transfer`: the arrival, or nulls where none was found (cannot happen for a
+ * positive holding with its history stored; kept null rather than failing the page). */
+function arrivalOf(a: Arrival | undefined, h: NftHolding) {
+	return {
+		block_number: a?.block_number ?? h.seenAt,
+		block_timestamp: a?.block_timestamp ?? null,
+		tx_hash: a?.transaction_hash ?? null,
+		sender: a?.sender ?? null,
+		origin: a?.origin ?? null,
+	};
+}

@@ -1,0 +1,149 @@
+import type { TokenReader } from "../rpc/token-reads.js";
+import { partitionPath, stagingDir } from "./layout.js";
+import { listedFiles, type Manifest, nextGeneration, saveManifest } from "./manifest.js";
+import type { ParquetWriter } from "./parquet-writer.js";
+import { settledChunks } from "./runs.js";
+
+/*
+ * Token and collection metadata (name, symbol, decimals; each NFT's tokenURI or uri), read from
+ * the node (rpc/token-reads.ts) and cached in the lake as two small tables:
+ * `token_metadata/token_metadata_<from>_<to>_g<gen>.parquet` and `token_uris/...`, one pair per
+ * block range whose tokens they cover, listed in the manifest's `metadata`. The background merges
+ * (merges.ts) add a pair as chunks settle, for the tokens and token ids first moved in them, read
+ * as of the range's last block. Settled blocks are not reorged, so a pair is never replaced.
+ */
+
+export interface MetadataEntry {
+	from: number;
+	to: number;
+	last_hash: string;
+	gen: number;
+	tokens: number;
+	uris: number;
+}
+
+export const METADATA_TABLES = {
+	token_metadata: {
+		columns: {
+			address: "VARCHAR",
+			standard: "VARCHAR",
+			name: "VARCHAR",
+			symbol: "VARCHAR",
+			decimals: "INTEGER",
+			read_at: "UBIGINT",
+		},
+		order: "address",
+		doc: "each token contract first moved in the file's blocks: `standard` (erc20, erc721 or erc1155), `name`, `symbol`, `decimals` (ERC-20), as the contract answered at block `read_at`; null where the call reverted or returned garbage",
+	},
+	token_uris: {
+		columns: { contract: "VARCHAR", token_id: "VARCHAR", token_uri: "VARCHAR", read_at: "UBIGINT" },
+		order: "contract, token_id",
+		doc: "each ERC-721 and ERC-1155 token id first moved in the file's blocks, with its `tokenURI` (ERC-721) or `uri` (ERC-1155) as at block `read_at`; null where the call reverted",
+	},
+} as const;
+export type MetadataTable = keyof typeof METADATA_TABLES;
+export const METADATA_TABLE_NAMES = Object.keys(METADATA_TABLES) as MetadataTable[];
+
+/** Files of `table` listed in the manifest. */
+export const metadataFiles = (dataDir: string, m: Manifest | null, table: MetadataTable): string[] =>
+	(m?.metadata ?? []).map((e) => partitionPath(dataDir, m?.chain ?? "", table, e));
+
+/** The most settled chunks one step covers, so one step's calls stay bounded. */
+const CHUNKS_PER_STEP = 64;
+/** Node calls in flight at once. */
+const CALLS_AT_ONCE = 64;
+
+/** Where the next step starts and which settled chunks it covers, or null when none are due. */
+function due(m: Manifest): { from: number; to: number; last_hash: string } | null {
+	const covered = Math.max(-1, ...(m.metadata ?? []).map((e) => e.to));
+	const chunks = [];
+	for (const c of settledChunks(m)) {
+		if (c.to <= covered) continue;
+		const prev = chunks.at(-1)?.to ?? covered;
+		if (c.from !== prev + 1 && !(chunks.length === 0 && covered === -1)) break;
+		chunks.push(c);
+		if (chunks.length >= CHUNKS_PER_STEP) break;
+	}
+	const last = chunks.at(-1);
+	return last ? { from: covered + 1, to: last.to, last_hash: last.last_hash } : null;
+}
+
+export const metadataDue = (m: Manifest): boolean => due(m) !== null;
+
+const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
+const list = (files: string[]) => `read_parquet([${files.map(quote).join(", ")}])`;
+
+/** Runs `f` over `items`, CALLS_AT_ONCE at a time. */
+async function inBatches<T, R>(items: T[], f: (t: T) => Promise<R>): Promise<R[]> {
+	const out: R[] = [];
+	for (let i = 0; i < items.length; i += CALLS_AT_ONCE)
+		out.push(...(await Promise.all(items.slice(i, i + CALLS_AT_ONCE).map(f))));
+	return out;
+}
+
+/**
+ * Reads the metadata of the tokens and token ids first moved in the next settled range and lists
+ * its files in one save. Returns [] (nothing unlisted), or null when no range is due.
+ */
+export async function metadataStep(
+	writer: ParquetWriter,
+	dataDir: string,
+	m: Manifest,
+	reader: TokenReader,
+	readUris: boolean,
+	exclusive: <T>(commit: () => Promise<T>) => Promise<T> = (commit) => commit(),
+): Promise<string[] | null> {
+	const range = due(m);
+	if (!range) return null;
+	const transfers = listedFiles(dataDir, m, "transfers", [range.from, range.to]);
+	const known = metadataFiles(dataDir, m, "token_metadata");
+	const knownUris = metadataFiles(dataDir, m, "token_uris");
+	const inRange = `block_number BETWEEN ${range.from} AND ${range.to}`;
+	const tokens =
+		transfers.length === 0
+			? []
+			: await writer.select(
+					`SELECT contract AS address, min(token_standard) AS standard FROM ${list(transfers)}
+					 WHERE ${inRange} AND contract IS NOT NULL AND token_standard IN ('erc20', 'erc721', 'erc1155')
+					 ${known.length ? `AND contract NOT IN (SELECT address FROM ${list(known)})` : ""}
+					 GROUP BY contract ORDER BY contract`,
+				);
+	const ids =
+		transfers.length === 0 || !readUris
+			? []
+			: await writer.select(
+					`SELECT DISTINCT contract, token_standard AS standard, token_id FROM (
+						SELECT contract, token_standard, token_id FROM ${list(transfers)} WHERE ${inRange} AND token_standard IN ('erc721', 'erc1155') AND token_id IS NOT NULL
+						UNION ALL SELECT contract, token_standard, unnest(batch_token_ids) FROM ${list(transfers)} WHERE ${inRange} AND batch_token_ids IS NOT NULL)
+					 ${knownUris.length ? `WHERE (contract, token_id) NOT IN (SELECT (contract, token_id) FROM ${list(knownUris)})` : ""}
+					 ORDER BY contract, token_id`,
+				);
+	const at = range.to;
+	const tokenRows = await inBatches(tokens, async (t) => ({
+		address: String(t.address),
+		standard: String(t.standard),
+		...(await reader.info(String(t.address), String(t.standard), at)),
+		read_at: at,
+	}));
+	const uriRows = await inBatches(ids, async (t) => ({
+		contract: String(t.contract),
+		token_id: String(t.token_id),
+		token_uri: await reader.uri(String(t.contract), String(t.standard), String(t.token_id), at),
+		read_at: at,
+	}));
+	const entry: MetadataEntry = { ...range, gen: nextGeneration(m), tokens: tokenRows.length, uris: uriRows.length };
+	const staging = stagingDir(dataDir, m.chain);
+	for (const [table, rows] of [
+		["token_metadata", tokenRows],
+		["token_uris", uriRows],
+	] as const) {
+		const def = METADATA_TABLES[table];
+		await writer.writeRows(def.columns, def.order, rows, partitionPath(dataDir, m.chain, table, entry), staging);
+	}
+	return exclusive(async () => {
+		// (Settled blocks are not reorged, and only this step covers a range: nothing to recheck.)
+		m.metadata = [...(m.metadata ?? []), entry];
+		await saveManifest(dataDir, m);
+		return [];
+	});
+}
