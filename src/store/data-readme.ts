@@ -5,6 +5,7 @@ import { BITS_PER_KEY } from "./key-filter.js";
 import { PARQUET_OPTIONS } from "./parquet-writer.js";
 import { FAN_IN } from "./runs.js";
 import { SCHEMAS, SORT_KEY } from "./schema.js";
+import { METADATA_TABLE_NAMES, METADATA_TABLES } from "./token-metadata.js";
 
 const INTRO = `# data/
 
@@ -130,5 +131,23 @@ like the datasets and hold nothing the datasets do not; to read an index offline
 plus the files of the chunks that still list it (\`npm run sql\` does not need them: its views
 are the datasets).
 `;
-	return `${INTRO}\n${indexSection}\n${sections.join("\n")}`;
+	const metadata = METADATA_TABLE_NAMES.map((t) => {
+		const def = METADATA_TABLES[t];
+		const columns = Object.entries(def.columns)
+			.map(([c, type]) => `\`${c}\` ${type}`)
+			.join(", ");
+		return `- \`${t}\`: ${def.doc}; columns ${columns}.`;
+	});
+	const metadataSection = `## Token metadata
+
+Read from the node by writers that have one (the backfill and the follower, not synth or
+reindex) once chunks settle, one pair of files per block range covered (the manifest's
+\`metadata\`; \`<table>/<table>_<from>_<to>_g<gen>.parquet\`), each for the tokens and token ids
+first moved in those blocks, never replaced:
+
+${metadata.join("\n")}
+
+CHAINLAKE_TOKEN_URIS=0 leaves token URIs out (one node call per NFT id).
+`;
+	return `${INTRO}\n${indexSection}\n${metadataSection}\n${sections.join("\n")}`;
 }
