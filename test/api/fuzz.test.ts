@@ -736,7 +736,13 @@ function pageProblems(
 	if (!range.has_more && range.next_offset !== null) problems.push("next_offset without has_more");
 	for (const item of items) {
 		// (Balances: the block that last changed the balance, at or before the asked one.)
-		const n = Number(item.block_number ?? item.number ?? item.seen_at_block_number);
+		// (NFT items: the block of the transfer in their `transfer`.)
+		const n = Number(
+			item.block_number ??
+				item.number ??
+				item.seen_at_block_number ??
+				(item.transfer as { block_number?: number } | undefined)?.block_number,
+		);
 		if (!(n >= range.start_block && n <= range.end_block)) {
 			problems.push(`item of block ${n} outside the range ${range.start_block}..${range.end_block}`);
 			break;
@@ -744,9 +750,19 @@ function pageProblems(
 	}
 	// Blocks sort by number, a token's holders by balance (largest first), everything else by id
 	// (which sorts in chain order as text; a wallet's token balances by token address).
+	// NFT holdings: an inventory by collection then token id, a collection's owners by token id then holder.
 	const holders = req.route?.path.endsWith("/holders");
+	const id = (i: Record<string, unknown>) => String(i.token_id).padStart(78, "0");
 	const keys = items.map((i) =>
-		req.route?.path.endsWith("/blocks") ? Number(i.number) : holders ? -Number(i.value_raw) : String(i.id),
+		req.route?.path.endsWith("/blocks")
+			? Number(i.number)
+			: holders
+				? -Number(i.value_raw)
+				: req.route?.path.endsWith("/inventory")
+					? `${(i.collection as { address: string }).address}:${id(i)}`
+					: req.route?.path.endsWith("/owner")
+						? `${id(i)}:${i.owner}`
+						: String(i.id),
 	);
 	for (let i = 1; i < keys.length; i++) {
 		const [a, b] = [keys[i - 1] as string | number, keys[i] as string | number];

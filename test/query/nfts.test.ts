@@ -277,7 +277,22 @@ describe("NFT API from the lake", () => {
 		expect(burnt[0]?.transfer.from).toBe(ZERO);
 		expect(burnt.at(-1)?.transfer.to).toBe(ZERO);
 		for (let i = 1; i < burnt.length; i++) expect(burnt[i]?.transfer.from).toBe(burnt[i - 1]?.transfer.to);
+		// A page at a time, one item each, it breaks inside the batch and resumes: the same items as one page.
 		const six = await pageAll("merged", `/nft/eip155-${CHAIN}/v1/${accounts[6]}/history?contract=${t1155}`, 1);
+		const whole = await pageAll("merged", `/nft/eip155-${CHAIN}/v1/${accounts[6]}/history?contract=${t1155}`, 1000);
+		expect(six).toEqual(whole);
+		const back = await pageAll(
+			"merged",
+			`/nft/eip155-${CHAIN}/v1/${accounts[6]}/history?contract=${t1155}&order=desc`,
+			1,
+		);
+		// Rows newest first; a batch row's items still in their own order.
+		const rows = new Map<string, string[]>();
+		for (const i of whole) {
+			const row = String(i.id).split(":")[0] as string;
+			rows.set(row, [...(rows.get(row) ?? []), String(i.id)]);
+		}
+		expect(back.map((i) => i.id)).toEqual([...rows.values()].reverse().flat());
 		const batch = six.filter((i) => String(i.id).includes(":"));
 		expect(batch.map((i) => [i.token_id, i.amount])).toEqual([
 			["2", "1"],

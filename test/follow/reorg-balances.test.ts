@@ -1,0 +1,187 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { encodeFunctionData, parseAbi } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createFollower } from "../../src/follow/follower.js";
+import { tokenBalances } from "../../src/query/balances.js";
+import { nftHoldings } from "../../src/query/nfts.js";
+import { createStore } from "../../src/query/store.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { parseChainId } from "../../src/util/chain.js";
+import { createMemoryLogger } from "../../src/util/logger.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload } from "../../src/workload/run.js";
+import { openViews } from "../helpers/anvil-chain.js";
+import { nodeCall, sendMined } from "../helpers/node-rpc.js";
+
+/**
+ * Balances stay exact through reorgs 1 and 3 blocks deep on a real anvil node: on the orphaned
+ * branch an ERC-20 transfer, an ERC-721 transfer and an ERC-1155 transfer to an address that
+ * appears nowhere else; after the reorg, and again once the reorged blocks have settled and the
+ * follower has merged them into the balance indexes, every account's ERC-20 balance equals
+ * `balanceOf`, every ERC-721 owner `ownerOf` and every ERC-1155 (holder, id) `balanceOf`, at
+ * the head and at a past block.
+ */
+const CHAIN = 31337;
+const ABI = parseAbi([
+	"function balanceOf(address) view returns (uint256)",
+	"function transfer(address, uint256) returns (bool)",
+	"function ownerOf(uint256) view returns (address)",
+	"function transferFrom(address, address, uint256)",
+	"function mint(address, uint256)",
+	"function safeTransferFrom(address, address, uint256, uint256, bytes)",
+]);
+const ABI1155 = parseAbi(["function balanceOf(uint256, address) view returns (uint256)"]);
+let anvil: AnvilInstance;
+let root: string;
+let dataDir: string;
+let follower: ReturnType<typeof createFollower>;
+let accounts: string[];
+let t20: string;
+let t721: string;
+let t1155: string;
+
+const rpc = (method: string, params: unknown[] = []) => nodeCall(anvil.url, method, params);
+const head = async () => Number(await rpc("eth_blockNumber"));
+const call = async (to: string, data: `0x${string}`, block: number) =>
+	((await rpc("eth_call", [{ to, data }, `0x${block.toString(16)}`])) as string).replace(/^0x$/, "0x0");
+
+/** Every account's balances in the lake equal the node's at block `n`. */
+async function expectExact(n: number, extra: string[]) {
+	const store = await createStore(dataDir);
+	const views = await openViews(dataDir, CHAIN);
+	try {
+		const db = store.snapshot(`eip155-${CHAIN}`);
+		const holders = [...accounts, ...extra];
+		for (const h of holders) {
+			const ours = (await tokenBalances(db, h, n)).find((b) => b.token === t20)?.raw ?? 0n;
+			const node = BigInt(
+				await call(t20, encodeFunctionData({ abi: ABI, functionName: "balanceOf", args: [h as `0x${string}`] }), n),
+			);
+			expect(ours, `ERC-20 of ${h} at ${n}`).toBe(node);
+		}
+		const ids = (
+			await views.rows("SELECT DISTINCT token_id FROM transfers WHERE contract = $c AND block_number <= $n", {
+				c: t721,
+				n,
+			})
+		).map((r) => String(r.token_id));
+		const owners = await nftHoldings(db, { by: "token", value: t721, n, limit: 1000 });
+		const got = new Map(owners.items.map((o) => [o.tokenId, o.holder]));
+		expect(ids.length).toBeGreaterThan(1);
+		for (const id of ids) {
+			const out = await call(t721, encodeFunctionData({ abi: ABI, functionName: "ownerOf", args: [BigInt(id)] }), n);
+			expect(got.get(id) ?? null, `owner of ${id} at ${n}`).toBe(`0x${out.slice(-40)}`);
+		}
+		for (const h of holders) {
+			const inv = await nftHoldings(db, { by: "address", value: h, n, contract: t1155, limit: 1000 });
+			for (const id of [1n, 2n, 3n]) {
+				const node = BigInt(
+					await call(
+						t1155,
+						encodeFunctionData({ abi: ABI1155, functionName: "balanceOf", args: [id, h as `0x${string}`] }),
+						n,
+					),
+				);
+				expect(inv.items.find((i) => i.tokenId === String(id))?.amount ?? 0n, `1155 id ${id} of ${h} at ${n}`).toBe(
+					node,
+				);
+			}
+		}
+	} finally {
+		views.close();
+		store.close();
+	}
+}
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	const workload = await runWorkload({ rpcUrl: anvil.url });
+	t20 = workload.contracts.token20.toLowerCase();
+	t721 = workload.contracts.token721.toLowerCase();
+	t1155 = workload.contracts.token1155.toLowerCase();
+	accounts = ((await rpc("eth_accounts")) as string[]).map((a) => a.toLowerCase());
+	root = await mkdtemp(join(tmpdir(), "chainlake-reorg-balances-"));
+	dataDir = join(root, "followed");
+	const logger = createMemoryLogger();
+	follower = createFollower({
+		rpc: createRpcClient({ urls: [anvil.url], logger }),
+		chain: parseChainId(`eip155-${CHAIN}`),
+		dataDir,
+		logger,
+		traces: "parity",
+		finalityDepth: 15,
+		partitionSize: 4,
+	});
+	await follower.step();
+	await follower.merges();
+}, 120_000);
+
+afterAll(async () => {
+	await follower?.stop();
+	await anvil?.stop();
+	if (!process.env.KEEP) await rm(root, { recursive: true, force: true });
+});
+
+describe.each([1, 3])("a reorg %i blocks deep", (depth) => {
+	it("leaves every ERC-20, ERC-721 and ERC-1155 balance equal to the node's, before and after the blocks settle", async () => {
+		const only = `0x${depth.toString(16).padStart(40, "b")}`;
+		const deployer = accounts[0] as string;
+		const id = 900n + BigInt(depth);
+		await sendMined(anvil.url, {
+			from: deployer,
+			to: t721,
+			data: encodeFunctionData({ abi: ABI, functionName: "mint", args: [deployer as `0x${string}`, id] }),
+		});
+		await follower.step();
+		// The orphaned branch.
+		await sendMined(anvil.url, {
+			from: deployer,
+			to: t20,
+			data: encodeFunctionData({ abi: ABI, functionName: "transfer", args: [only as `0x${string}`, 10n ** 30n] }),
+		});
+		await sendMined(anvil.url, {
+			from: deployer,
+			to: t721,
+			data: encodeFunctionData({
+				abi: ABI,
+				functionName: "transferFrom",
+				args: [deployer as `0x${string}`, only as `0x${string}`, id],
+			}),
+		});
+		for (let i = 2; i < depth; i++) await rpc("evm_mine");
+		const alice = accounts[1] as string;
+		if (depth > 1)
+			await sendMined(anvil.url, {
+				from: alice,
+				to: t1155,
+				data: encodeFunctionData({
+					abi: ABI,
+					functionName: "safeTransferFrom",
+					args: [alice as `0x${string}`, only as `0x${string}`, 1n, 1n, "0x"],
+				}),
+			});
+		await follower.step();
+		const top = await head();
+		await expectExact(top, [only]);
+
+		// Replaced by a branch of empty blocks one longer, so the follower sees a new head.
+		await rpc("anvil_reorg", [depth, []]);
+		await rpc("evm_mine");
+		const events = await follower.step();
+		expect(
+			events.some((e) => e.type === "reorg"),
+			JSON.stringify(events),
+		).toBe(true);
+		await expectExact(await head(), [only]);
+		await expectExact(top - depth, [only]);
+
+		// Settled and merged into the balance indexes: the same answers.
+		await rpc("anvil_mine", ["0x50"]);
+		await follower.step();
+		await follower.merges();
+		await expectExact(await head(), [only]);
+		await expectExact(top - 1, [only]);
+	}, 240_000);
+});
