@@ -1,6 +1,6 @@
 import { LIMBS } from "../store/amounts.js";
-import { HOLDING_KEYS, type HoldingKind, movesSql, signedLimbSumsSql } from "../store/deltas.js";
-import type { IndexName } from "../store/indexes.js";
+import { HOLDING_KEYS, type HoldingKind, movesSql, nativeMovesSql, signedLimbSumsSql } from "../store/deltas.js";
+import { INDEXES, type IndexDef, type IndexName } from "../store/indexes.js";
 import type { Params, Snapshot } from "./store.js";
 
 /*
@@ -32,9 +32,11 @@ export class TooManyChangesError extends Error {
 	}
 }
 
-const INDEX: Record<HoldingKind, Record<"address" | "token", IndexName>> = {
+const INDEX: Record<HoldingKind, Partial<Record<"address" | "token", IndexName>>> = {
 	erc20: { address: "erc20_balances", token: "erc20_holders" },
 	nft: { address: "nft_balances", token: "nft_holders" },
+	// (No list of an account's peers by native balance: by holder only.)
+	native: { address: "native_balances" },
 };
 
 export interface DeltaQuery {
@@ -61,6 +63,7 @@ export async function deltaSums(
 	q: DeltaQuery,
 ): Promise<{ ctes: string[]; params: Params; window: [number, number]; key: string }> {
 	const index = INDEX[q.kind][q.by];
+	if (!index) throw new Error(`no ${q.kind} index by ${q.by}`);
 	const group = groupOf(q);
 	const cols = group.join(", ");
 	const window: [number, number] = [0, q.n];
@@ -85,6 +88,8 @@ export async function deltaSums(
 	// The moves of `q`'s holdings in the transfers of `blocks`: a holder's own come from the
 	// address-sorted index where every chunk has it.
 	const moves = (blocks: string) => {
+		if (q.kind === "native")
+			return `(SELECT * FROM (${nativeMovesSql((d) => `(SELECT * FROM {${d}} WHERE (${blocks.replaceAll("block_number", d === "blocks" ? "number" : "block_number")}))`)}) WHERE address = $v)`;
 		if (q.by === "token")
 			return `(${movesSql(`(SELECT * FROM {transfers} WHERE contract = $v AND (${blocks}))`, q.kind)})`;
 		const indexed = db
@@ -134,8 +139,9 @@ export async function deltaSums(
  */
 export function lacking(db: Snapshot, index: IndexName, n: number): [number, number][] {
 	const out: [number, number][] = [];
+	const def: IndexDef = INDEXES[index];
 	for (const c of db.chunks()) {
-		if (c.from > n || !c.datasets.includes("transfers") || db.indexed(index, c)) continue;
+		if (c.from > n || !c.datasets.includes(def.source) || db.indexed(index, c)) continue;
 		const last = out.at(-1);
 		if (last && last[1] + 1 === c.from) last[1] = Math.min(c.to, n);
 		else out.push([c.from, Math.min(c.to, n)]);

@@ -59,6 +59,10 @@ export function createTokenReader(rpc: RpcClient) {
 				decimals: typeof decimals === "number" ? decimals : null,
 			};
 		},
+		/** An account's native balance at block `block` (wei). */
+		async balance(address: string, block: number): Promise<bigint> {
+			return BigInt(await rpc.request<string>("eth_getBalance", [address, `0x${block.toString(16)}`]));
+		},
 		/** tokenURI (ERC-721) or uri (ERC-1155) of one token id at block `block`. */
 		async uri(address: string, standard: string, tokenId: string, block: number): Promise<string | null> {
 			const functionName = standard === "erc1155" ? "uri" : "tokenURI";

@@ -75,9 +75,8 @@ export async function deriveIndexes(
 	const has = new Set([...(entry.indexes ?? []), ...only]);
 	entry.indexes = indexesFor(entry.datasets).filter((i) => has.has(i));
 	for (const i of only) {
-		const source = partitionPath(dataDir, chain, INDEXES[i].source, entry);
 		const path = partitionPath(dataDir, chain, i, entry);
-		await writer.derive(i, source, path);
+		await writer.derive(i, (d) => partitionPath(dataDir, chain, d, entry), path);
 		await writeKeyFilter(writer, path, INDEXES[i].key);
 		crashPoint("chunk.index-written");
 	}

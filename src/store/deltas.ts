@@ -1,3 +1,4 @@
+import type { DatasetName } from "../extract/rows.js";
 import { LIMB_DIGITS, LIMBS } from "./amounts.js";
 
 /*
@@ -7,16 +8,69 @@ import { LIMB_DIGITS, LIMBS } from "./amounts.js";
  *
  * A kind of holding is keyed by the token alone (ERC-20) or by the token and its id (ERC-721 and
  * ERC-1155, whose TransferBatch rows carry their ids and amounts as lists, unnested here; an
- * ERC-721 transfer moves 1).
+ * ERC-721 transfer moves 1). The native currency is one holding per account (`token` 'native'),
+ * moved by value transfers, gas fees, fee tips, withdrawals and block rewards (nativeMovesSql).
  */
 
-export type HoldingKind = "erc20" | "nft";
+export type HoldingKind = "erc20" | "nft" | "native";
 
 /** Columns besides the holder (`address`) that key a holding of each kind. */
 export const HOLDING_KEYS: Record<HoldingKind, readonly string[]> = {
 	erc20: ["token"],
 	nft: ["token", "token_id"],
+	native: ["token"],
 };
+
+/** The datasets native moves are read from. */
+export const NATIVE_SOURCES = [
+	"transfers",
+	"transactions",
+	"blocks",
+	"traces",
+] as const satisfies readonly DatasetName[];
+
+/** `'<decimal>'` text of a product of a U256 text column and an integer one (fees, tips: far below 2^127). */
+const times = (u256: string, n: string) => `CAST(CAST(${u256} AS HUGEINT) * ${n} AS VARCHAR)`;
+
+/**
+ * One row per change of an account's native balance in the datasets `rel(d)` of the same blocks,
+ * in the shape of movesSql: value transfers (calls, creates, self-destructs: transfers rows whose
+ * token_standard is native, from traces), the sender's gas fee (gas used × effective gas price,
+ * plus blob gas × blob gas price), the block's fee recipient's tip (gas used × (effective gas
+ * price − base fee); the base fee and blob fees are burnt), beacon withdrawals (gwei), and
+ * block and uncle rewards (traces of type reward). Not covered: L2 fees (an OP chain's L1 fee).
+ */
+export function nativeMovesSql(rel: (d: DatasetName) => string, extra = ""): string {
+	const row = (address: string, sign: number, value: string, from: string, where: string) =>
+		`SELECT ${address} AS address, 'native' AS token, NULL::VARCHAR AS token_id, block_number, ${sign} AS sign, ${value} AS value FROM ${from} WHERE ${address} IS NOT NULL AND ${where}${extra}`;
+	return [
+		row("recipient", 1, "value", rel("transfers"), "token_standard = 'native' AND value IS NOT NULL"),
+		row("sender", -1, "value", rel("transfers"), "token_standard = 'native' AND value IS NOT NULL"),
+		row("from_address", -1, "fee", rel("transactions"), "fee IS NOT NULL AND fee <> '0'"),
+		row(
+			"from_address",
+			-1,
+			times("blob_gas_price", "blob_gas_used"),
+			rel("transactions"),
+			"blob_gas_used IS NOT NULL AND blob_gas_used > 0 AND blob_gas_price IS NOT NULL",
+		),
+		row(
+			"miner",
+			1,
+			"tip",
+			`(SELECT b.miner, x.block_number, ${times("x.effective_gas_price", "x.gas_used")}::HUGEINT - ${times("coalesce(b.base_fee_per_gas, '0')", "x.gas_used")}::HUGEINT AS t, CAST(t AS VARCHAR) AS tip FROM ${rel("transactions")} x JOIN ${rel("blocks")} b ON b.number = x.block_number WHERE x.gas_used > 0)`,
+			"t > 0",
+		),
+		row(
+			"w.address",
+			1,
+			"CAST(CAST(w.amount AS HUGEINT) * 1000000000 AS VARCHAR)",
+			`(SELECT number AS block_number, unnest(withdrawals) AS w FROM ${rel("blocks")} WHERE withdrawals IS NOT NULL)`,
+			"w.amount <> '0'",
+		),
+		row("to_address", 1, "value", rel("traces"), "trace_type = 'reward' AND value IS NOT NULL AND value <> '0'"),
+	].join(" UNION ALL ");
+}
 
 const WIDTH = LIMB_DIGITS * LIMBS.length;
 
@@ -63,12 +117,12 @@ export const signedLimbSumsSql = (
 	);
 
 /**
- * Per holding (address and HOLDING_KEYS): the net change over the transfers rows of `src`, as
+ * Per holding (address and HOLDING_KEYS): the net change over `moves` (movesSql, nativeMovesSql), as
  * limb sums (amounts.ts), with the first and last block that changed it and the moves counted.
  */
-export function deltasSql(src: string, kind: HoldingKind): string {
+export function deltasSql(moves: string, kind: HoldingKind): string {
 	const keys = ["address", ...HOLDING_KEYS[kind]].join(", ");
-	return `SELECT ${keys}, ${signedLimbSumsSql("sign", "value", "BIGINT")}, min(block_number) AS first_block, max(block_number) AS last_block, count(*)::BIGINT AS transfers FROM (${movesSql(src, kind)}) GROUP BY ${keys}`;
+	return `SELECT ${keys}, ${signedLimbSumsSql("sign", "value", "BIGINT")}, min(block_number) AS first_block, max(block_number) AS last_block, count(*)::BIGINT AS transfers FROM (${moves}) GROUP BY ${keys}`;
 }
 
 /** How merged runs fold delta files `src`: the sums of each holding. */

@@ -1,5 +1,13 @@
 import type { DatasetName } from "../extract/rows.js";
-import { deltaColumns, deltasSql, type HoldingKind, mergeDeltasSql } from "./deltas.js";
+import {
+	deltaColumns,
+	deltasSql,
+	type HoldingKind,
+	mergeDeltasSql,
+	movesSql,
+	NATIVE_SOURCES,
+	nativeMovesSql,
+} from "./deltas.js";
 
 /**
  * Index files: per chunk, a copy of a dataset's rows re-sorted by address, one row per side
@@ -15,8 +23,10 @@ import { deltaColumns, deltasSql, type HoldingKind, mergeDeltasSql } from "./del
  */
 export interface IndexDef {
 	source: DatasetName;
-	/** The index's rows, from a relation `src` of the source dataset. */
-	select(src: string): string;
+	/** Other datasets of the same chunk it reads (a chunk without them has no such index). */
+	also?: readonly DatasetName[];
+	/** The index's rows, from a relation `src` of the source dataset (and `rel(d)` of the others). */
+	select(src: string, rel: (d: DatasetName) => string): string;
 	/** Sort order of the file; the first column, `key`, is the one min/max statistics prune on. */
 	sortKey: string;
 	/** The column a lookup names (a wallet, a hash); key filters (key-filter.ts) are built over it. */
@@ -39,7 +49,8 @@ export interface IndexDef {
 /** An index of balance deltas (deltas.ts) of one kind, sorted by `sortKey`. */
 const deltas = (kind: HoldingKind, sortKey: string, key: "address" | "token", doc: string): IndexDef => ({
 	source: "transfers",
-	select: (src: string) => deltasSql(src, kind),
+	...(kind === "native" ? { also: NATIVE_SOURCES.filter((d) => d !== "transfers") } : {}),
+	select: (src, rel) => deltasSql(kind === "native" ? nativeMovesSql(rel) : movesSql(src, kind), kind),
 	sortKey,
 	key,
 	rowGroupSize: 16_384,
@@ -112,6 +123,13 @@ export const INDEXES = {
 		"address",
 		`each holder's (\`address\`) NFTs, per collection (\`token\`) and id (\`token_id\`): ${DELTAS_DOC}; sorted by address, token and token id`,
 	),
+	// Native currency (ETH) per account, from transfers, transactions, blocks and traces.
+	native_balances: deltas(
+		"native",
+		"address",
+		"address",
+		`each account's (\`address\`; \`token\` is 'native') native currency: value transfers, gas fees paid, fee tips received, withdrawals and rewards; ${DELTAS_DOC}; needs traces`,
+	),
 	nft_holders: deltas(
 		"nft",
 		"token, token_id, address",
@@ -125,7 +143,10 @@ export const INDEX_NAMES = Object.keys(INDEXES) as IndexName[];
 
 /** The indexes derived from a chunk that has files for `datasets`. */
 export const indexesFor = (datasets: readonly DatasetName[]): IndexName[] =>
-	INDEX_NAMES.filter((i) => datasets.includes(INDEXES[i].source));
+	INDEX_NAMES.filter((i) => {
+		const def: IndexDef = INDEXES[i];
+		return [def.source, ...(def.also ?? [])].every((d) => datasets.includes(d));
+	});
 
 const isSettledOnly = (i: IndexName): boolean => (INDEXES[i] as IndexDef).settledOnly === true;
 /** The indexes written with a chunk's files (the settled-only ones come later: merges.ts). */

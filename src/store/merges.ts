@@ -2,7 +2,7 @@ import { rm } from "node:fs/promises";
 import type { TokenReader } from "../rpc/token-reads.js";
 import { chunkMergeStep, planChunkMerge } from "./chunk-merges.js";
 import { deriveIndexes } from "./chunk-store.js";
-import { INDEX_NAMES, INDEXES, type IndexName, SETTLED_ONLY } from "./indexes.js";
+import { INDEX_NAMES, type IndexName, indexesFor, SETTLED_ONLY } from "./indexes.js";
 import { filterPath } from "./key-filter.js";
 import { partitionPath } from "./layout.js";
 import { isIndexed } from "./listing.js";
@@ -29,7 +29,7 @@ type Exclusive = <T>(commit: () => Promise<T>) => Promise<T>;
 /** The first settled chunk lacking a settled-only index, with those it lacks. */
 function underived(m: Manifest): { chunk: ChunkEntry; missing: IndexName[] } | null {
 	for (const chunk of settledChunks(m)) {
-		const missing = SETTLED_ONLY.filter((i) => chunk.datasets.includes(INDEXES[i].source) && !isIndexed(m, i, chunk));
+		const missing = indexesFor(chunk.datasets).filter((i) => SETTLED_ONLY.includes(i) && !isIndexed(m, i, chunk));
 		if (missing.length > 0) return { chunk, missing };
 	}
 	return null;

@@ -58,8 +58,8 @@ export interface ParquetWriter {
 	streamColumn(path: string, column: string): AsyncIterable<string[]>;
 	/** The `hash` column of block files (blocks or ghost_blocks), in block order. */
 	blockHashes(files: string[]): Promise<string[]>;
-	/** Writes index `index` of a chunk from its source dataset file (see indexes.ts); returns the row count. */
-	derive(index: IndexName, sourceFile: string, path: string): Promise<number>;
+	/** Writes index `index` of a chunk from its dataset files (`fileOf`; see indexes.ts); returns the row count. */
+	derive(index: IndexName, fileOf: (d: DatasetName) => string, path: string): Promise<number>;
 	close(): void;
 }
 
@@ -70,8 +70,10 @@ export const orderOf = (name: DatasetName | IndexName): string =>
 	name in INDEXES ? INDEXES[name as IndexName].sortKey : `"${SORT_KEY[name as DatasetName]}"`;
 
 /** The rows of index `index` for one chunk, from its source dataset's file. */
-export const indexRowsSql = (index: IndexName, sourceFile: string): string =>
-	INDEXES[index].select(`read_parquet(${quote(sourceFile)})`);
+export const indexRowsSql = (index: IndexName, fileOf: (d: DatasetName) => string): string => {
+	const rel = (d: DatasetName) => `read_parquet(${quote(fileOf(d))})`;
+	return INDEXES[index].select(rel(INDEXES[index].source), rel);
+};
 
 /** The COPY options for a file of `rows` rows (see PARQUET_OPTIONS for the dictionary limit). */
 export function parquetCopyOptions(rows: number): string {
@@ -180,11 +182,11 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			);
 			return read.getRowObjectsJS().map((r) => String(r.hash));
 		},
-		async derive(index, sourceFile, path) {
+		async derive(index, fileOf, path) {
 			await mkdirDurably(dirname(path));
 			const tmp = `${path}.tmp`;
 			const copied = await conn.runAndReadAll(
-				`COPY (${indexRowsSql(index, sourceFile)} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${indexCopyOptions(index)})`,
+				`COPY (${indexRowsSql(index, fileOf)} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${indexCopyOptions(index)})`,
 			);
 			await fsyncFile(tmp);
 			crashPoint("parquet.derive.tmp-written");

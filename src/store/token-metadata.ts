@@ -20,6 +20,7 @@ export interface MetadataEntry {
 	gen: number;
 	tokens: number;
 	uris: number;
+	openings: number;
 }
 
 export const METADATA_TABLES = {
@@ -39,6 +40,11 @@ export const METADATA_TABLES = {
 		columns: { contract: "VARCHAR", token_id: "VARCHAR", token_uri: "VARCHAR", read_at: "UBIGINT" },
 		order: "contract, token_id",
 		doc: "each ERC-721 and ERC-1155 token id first moved in the file's blocks, with its `tokenURI` (ERC-721) or `uri` (ERC-1155) as at block `read_at`; null where the call reverted",
+	},
+	opening_balances: {
+		columns: { address: "VARCHAR", balance: "VARCHAR", read_at: "UBIGINT" },
+		order: "address",
+		doc: "each account that first paid (sent value or gas) in the file's blocks, with its native balance at block 0 (`read_at`), decimal wei: the genesis allocation the native balances start from (only where the lake starts at block 0)",
 	},
 } as const;
 export type MetadataTable = keyof typeof METADATA_TABLES;
@@ -98,6 +104,7 @@ export async function metadataStep(
 	const transfers = listedFiles(dataDir, m, "transfers", [range.from, range.to]);
 	const known = metadataFiles(dataDir, m, "token_metadata");
 	const knownUris = metadataFiles(dataDir, m, "token_uris");
+	const knownOpenings = metadataFiles(dataDir, m, "opening_balances");
 	const inRange = `block_number BETWEEN ${range.from} AND ${range.to}`;
 	const tokens =
 		transfers.length === 0
@@ -118,6 +125,18 @@ export async function metadataStep(
 					 ${knownUris.length ? `WHERE (contract, token_id) NOT IN (SELECT (contract, token_id) FROM ${list(knownUris)})` : ""}
 					 ORDER BY contract, token_id`,
 				);
+	// Genesis allocations of the accounts that pay: a payer's funds must come from somewhere.
+	const payers =
+		transfers.length === 0 || m.chunks.every((c) => c.from !== 0)
+			? []
+			: await writer.select(
+					`SELECT DISTINCT address FROM (
+						SELECT from_address AS address FROM ${list(listedFiles(dataDir, m, "transactions", [range.from, range.to]))} WHERE ${inRange}
+						UNION ALL SELECT sender FROM ${list(transfers)} WHERE ${inRange} AND token_standard = 'native')
+					 WHERE address IS NOT NULL
+					 ${knownOpenings.length ? `AND address NOT IN (SELECT address FROM ${list(knownOpenings)})` : ""}
+					 ORDER BY address`,
+				);
 	const at = range.to;
 	const tokenRows = await inBatches(tokens, async (t) => ({
 		address: String(t.address),
@@ -131,11 +150,23 @@ export async function metadataStep(
 		token_uri: await reader.uri(String(t.contract), String(t.standard), String(t.token_id), at),
 		read_at: at,
 	}));
-	const entry: MetadataEntry = { ...range, gen: nextGeneration(m), tokens: tokenRows.length, uris: uriRows.length };
+	const openingRows = await inBatches(payers, async (p) => ({
+		address: String(p.address),
+		balance: (await reader.balance(String(p.address), 0)).toString(),
+		read_at: 0,
+	}));
+	const entry: MetadataEntry = {
+		...range,
+		gen: nextGeneration(m),
+		tokens: tokenRows.length,
+		uris: uriRows.length,
+		openings: openingRows.length,
+	};
 	const staging = stagingDir(dataDir, m.chain);
 	for (const [table, rows] of [
 		["token_metadata", tokenRows],
 		["token_uris", uriRows],
+		["opening_balances", openingRows],
 	] as const) {
 		const def = METADATA_TABLES[table];
 		await writer.writeRows(def.columns, def.order, rows, partitionPath(dataDir, m.chain, table, entry), staging);

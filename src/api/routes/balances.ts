@@ -1,12 +1,12 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { tokenBalances } from "../../query/balances.js";
+import { nativeBalance, tokenBalances } from "../../query/balances.js";
 import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../query/holders.js";
 import { type TokenMeta, tokenMetas } from "../../query/tokens.js";
 import { PARTS, withDecimals } from "../../store/amounts.js";
 import { type ApiContext, openChain } from "../context.js";
-import { badRequest } from "../errors.js";
+import { ApiError, badRequest } from "../errors.js";
 import { asOf, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
 import { DEFAULT_LIMIT } from "../list-reply.js";
 import { addressParam, blockNumberParam } from "../params.js";
@@ -143,6 +143,41 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 				...tokenInfo(req.params.contract, meta),
 				total_supply_raw: supply?.toString() ?? null,
 				total_supply_calculated: supply === null ? null : calculated(supply, meta),
+			};
+		},
+	);
+
+	r.get(
+		"/balances/:chain_id/v1/addresses/:address/native",
+		{
+			schema: {
+				summary: "Native (ETH) balance of an account",
+				description:
+					"The account's native currency balance in wei at the head or as of block_number: its genesis allocation plus every value transfer (internal ones included, from traces), gas fee, fee tip, withdrawal and block reward since. Needs traces. Example: /balances/eip155-1/v1/addresses/0x.../native?block_number=18000000",
+				tags: ["balances"],
+				params: z.object({ chain_id: chainParam, address: addressParam }),
+				querystring: z.object({ block_number: blockNumberParam.optional() }).strict(),
+			},
+		},
+		async (req) => {
+			const db = openChain(ctx, req.params.chain_id);
+			const n = await asOf(db, req.query.block_number);
+			const blind = db.chunks().find((c) => c.from <= n && !c.datasets.includes("traces"));
+			if (blind)
+				throw new ApiError(
+					503,
+					"TRACES_UNAVAILABLE",
+					`native balances need internal transfers from traces, and ${db.chain} blocks ${blind.from}..${blind.to} were exported without them; backfill them from a node with trace_block or debug_traceBlockByNumber`,
+				);
+			const b = await nativeBalance(db, req.params.address, n);
+			return {
+				address: req.params.address,
+				block_number: n,
+				seen_at_block_number: b.seenAt,
+				value_raw: b.raw.toString(),
+				value_calculated: withDecimals(b.raw, 18),
+				genesis_raw: b.opening?.toString() ?? null,
+				estimated_usd_value: NO_PRICE,
 			};
 		},
 	);
