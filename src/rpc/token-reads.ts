@@ -59,6 +59,11 @@ export function createTokenReader(rpc: RpcClient) {
 				decimals: typeof decimals === "number" ? decimals : null,
 			};
 		},
+		/** The node's own accounts (a dev node's funded ones; a public node has none). */
+		async accounts(): Promise<string[]> {
+			const accounts = await read(() => rpc.request<string[]>("eth_accounts", []));
+			return (accounts ?? []).map((a) => a.toLowerCase());
+		},
 		/** An account's native balance at block `block` (wei). */
 		async balance(address: string, block: number): Promise<bigint> {
 			return BigInt(await rpc.request<string>("eth_getBalance", [address, `0x${block.toString(16)}`]));

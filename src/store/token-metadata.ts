@@ -59,14 +59,22 @@ const CHUNKS_PER_STEP = 64;
 /** Node calls in flight at once. */
 const CALLS_AT_ONCE = 64;
 
-/** Where the next step starts and which settled chunks it covers, or null when none are due. */
+/**
+ * The block range the next step covers, or null when none is due: first block 0 alone as soon
+ * as it is stored (the genesis allocations of the node's own accounts, so a dev chain's funded
+ * accounts are right from the start; block 0 moves nothing), then settled chunks in order.
+ */
 function due(m: Manifest): { from: number; to: number; last_hash: string } | null {
-	const covered = Math.max(-1, ...(m.metadata ?? []).map((e) => e.to));
+	if (!m.metadata?.length) {
+		const zero = m.chunks.find((c) => c.from === 0);
+		return zero ? { from: 0, to: 0, last_hash: zero.last_hash } : null;
+	}
+	const covered = Math.max(...m.metadata.map((e) => e.to));
 	const chunks = [];
 	for (const c of settledChunks(m)) {
 		if (c.to <= covered) continue;
 		const prev = chunks.at(-1)?.to ?? covered;
-		if (c.from !== prev + 1 && !(chunks.length === 0 && covered === -1)) break;
+		if (c.from > prev + 1) break;
 		chunks.push(c);
 		if (chunks.length >= CHUNKS_PER_STEP) break;
 	}
@@ -150,6 +158,11 @@ export async function metadataStep(
 		token_uri: await reader.uri(String(t.contract), String(t.standard), String(t.token_id), at),
 		read_at: at,
 	}));
+	// A dev node's funded accounts (eth_accounts; none on a public node), with block 0.
+	if (range.from === 0) {
+		const known = new Set(payers.map((p) => String(p.address)));
+		for (const a of await reader.accounts()) if (!known.has(a)) payers.push({ address: a });
+	}
 	const openingRows = await inBatches(payers, async (p) => ({
 		address: String(p.address),
 		balance: (await reader.balance(String(p.address), 0)).toString(),

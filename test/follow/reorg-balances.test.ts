@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFollower } from "../../src/follow/follower.js";
-import { tokenBalances } from "../../src/query/balances.js";
+import { nativeBalance, tokenBalances } from "../../src/query/balances.js";
 import { nftHoldings } from "../../src/query/nfts.js";
 import { createStore } from "../../src/query/store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
@@ -19,7 +19,8 @@ import { nodeCall, sendMined } from "../helpers/node-rpc.js";
  * Balances stay exact through reorgs 1 and 3 blocks deep on a real anvil node: on the orphaned
  * branch an ERC-20 transfer, an ERC-721 transfer and an ERC-1155 transfer to an address that
  * appears nowhere else; after the reorg, and again once the reorged blocks have settled and the
- * follower has merged them into the balance indexes, every account's ERC-20 balance equals
+ * follower has merged them into the balance indexes, every account's ETH balance equals
+ * `eth_getBalance`, its ERC-20 balance
  * `balanceOf`, every ERC-721 owner `ownerOf` and every ERC-1155 (holder, id) `balanceOf`, at
  * the head and at a past block.
  */
@@ -55,6 +56,10 @@ async function expectExact(n: number, extra: string[]) {
 		const db = store.snapshot(`eip155-${CHAIN}`);
 		const holders = [...accounts, ...extra];
 		for (const h of holders) {
+			const native = await nativeBalance(db, h, n);
+			expect(native.raw, `ETH of ${h} at ${n}`).toBe(
+				BigInt((await rpc("eth_getBalance", [h, `0x${n.toString(16)}`])) as string),
+			);
 			const ours = (await tokenBalances(db, h, n)).find((b) => b.token === t20)?.raw ?? 0n;
 			const node = BigInt(
 				await call(t20, encodeFunctionData({ abi: ABI, functionName: "balanceOf", args: [h as `0x${string}`] }), n),
