@@ -1,12 +1,12 @@
 import { type Address, createPublicClient, custom, erc20Abi, parseAbi } from "viem";
 import { readContract } from "viem/actions";
-import type { RpcClient } from "./client.js";
+import { type RpcClient, RpcError } from "./client.js";
 
 /*
  * Token metadata read from the node with viem's readContract over our RPC client (its batching,
  * retries and health figures). A call that reverts, returns nothing, or returns what does not
  * decode as the ABI says gives null: tokens are arbitrary contracts, and one odd token must never
- * fail a backfill.
+ * fail a backfill. A node that does not answer at all fails the step instead (it runs again later).
  */
 
 export interface TokenInfo {
@@ -33,10 +33,13 @@ export function createTokenReader(rpc: RpcClient) {
 	});
 	const text = (v: unknown, max: number) =>
 		typeof v === "string" && v.length <= max && !v.includes("\u0000") ? v : null;
+	// A call the token answered badly is null; a node that did not answer (retries exhausted) fails
+	// the step, which runs again later, so no token is cached as null for a node's hiccup.
 	const read = async <T>(call: () => Promise<T>): Promise<T | null> => {
 		try {
 			return await call();
-		} catch {
+		} catch (err) {
+			for (let e: unknown = err; e instanceof Error; e = e.cause) if (e instanceof RpcError && e.retryable) throw e;
 			return null;
 		}
 	};

@@ -62,14 +62,17 @@ const CALLS_AT_ONCE = 64;
 /**
  * The block range the next step covers, or null when none is due: first block 0 alone as soon
  * as it is stored (the genesis allocations of the node's own accounts, so a dev chain's funded
- * accounts are right from the start; block 0 moves nothing), then settled chunks in order.
+ * accounts are right from the start; block 0 moves nothing), then settled chunks in order (from
+ * the first block stored, in a lake that does not start at 0).
  */
 function due(m: Manifest): { from: number; to: number; last_hash: string } | null {
+	if (m.chunks.length === 0) return null;
+	let covered = Math.max(-1, ...(m.metadata ?? []).map((e) => e.to));
 	if (!m.metadata?.length) {
 		const zero = m.chunks.find((c) => c.from === 0);
-		return zero ? { from: 0, to: 0, last_hash: zero.last_hash } : null;
+		if (zero) return { from: 0, to: 0, last_hash: zero.last_hash };
+		covered = Math.min(...m.chunks.map((c) => c.from)) - 1;
 	}
-	const covered = Math.max(...m.metadata.map((e) => e.to));
 	const chunks = [];
 	for (const c of settledChunks(m)) {
 		if (c.to <= covered) continue;
