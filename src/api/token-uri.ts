@@ -14,10 +14,21 @@ export interface TokenContent {
 const FETCH_TIMEOUT_MS = 5_000;
 const MAX_BYTES = 1 << 20;
 
-/** Text → its JSON value where it parses, else the text. */
+/** Deepest JSON nesting served as parsed content; deeper (a contract can nest thousands) stays text. */
+const MAX_DEPTH = 64;
+const depthOf = (v: unknown, limit: number): number => {
+	if (limit < 0 || v === null || typeof v !== "object") return 0;
+	let deepest = 0;
+	for (const x of Object.values(v)) deepest = Math.max(deepest, depthOf(x, limit - 1));
+	return deepest + 1;
+};
+
+/** Text → its JSON value where it parses (and is not absurdly deep), else the text. */
 function asContent(text: string): { content: unknown; is_json: boolean } {
 	try {
-		return { content: JSON.parse(text), is_json: true };
+		const parsed: unknown = JSON.parse(text);
+		if (depthOf(parsed, MAX_DEPTH) > MAX_DEPTH) return { content: text, is_json: false };
+		return { content: parsed, is_json: true };
 	} catch {
 		return { content: text, is_json: false };
 	}

@@ -56,7 +56,7 @@ export async function nativeBalance(db: Snapshot, address: string, n: number): P
 		q.key,
 	);
 	const [open] = await db.query("SELECT balance FROM {opening_balances} WHERE address = $a", { a: address });
-	const opening = open ? BigInt(String(open.balance)) : null;
+	const opening = open?.balance == null ? null : BigInt(String(open.balance));
 	return {
 		raw: (opening ?? 0n) + amountOf(LIMBS.map((l) => (moved?.[l] as string | null) ?? null)),
 		seenAt: Number(moved?.seen ?? 0),

@@ -97,7 +97,7 @@ export async function arrivals(
 	n: number,
 ): Promise<Map<string, Arrival>> {
 	const out = new Map<string, Arrival>();
-	const find = async (wanted: readonly NftHolding[], ranges: [number, number][]) => {
+	const find = async (wanted: readonly NftHolding[], ranges: [number, number][], atSeen: boolean) => {
 		if (wanted.length === 0) return;
 		const params: Params = {};
 		const tokens = inList("contract", "k", [...new Set(wanted.map((h) => h.token))], params);
@@ -105,15 +105,16 @@ export async function arrivals(
 			params[`h${i}`] = h.holder;
 			params[`t${i}`] = h.token;
 			params[`i${i}`] = h.tokenId;
-			return `($h${i}, $t${i}, $i${i})`;
+			params[`b${i}`] = h.seenAt;
+			return `($h${i}, $t${i}, $i${i}, $b${i}::UBIGINT)`;
 		});
 		const src = `(SELECT * FROM {transfers} WHERE ${tokens} AND (${inRanges(ranges, params)}))`;
 		const extra = ["id", "transaction_hash", "block_timestamp", "origin", "token_standard"];
 		const rows: Row[] = await db.query(
 			`SELECT m.address, m.token, m.token_id, ${["block_number", ...extra.slice(1), "sender"].map((c) => `arg_max(m.${c}, m.id) AS ${c}`).join(", ")}
 			 FROM (${movesSql(src, "nft", [...extra, "sender"])}) m
-			 JOIN (VALUES ${values.join(", ")}) w(address, token, token_id)
-			   ON m.address = w.address AND m.token = w.token AND m.token_id = w.token_id
+			 JOIN (VALUES ${values.join(", ")}) w(address, token, token_id, seen)
+			   ON m.address = w.address AND m.token = w.token AND m.token_id = w.token_id${atSeen ? " AND m.block_number = w.seen" : ""}
 			 WHERE m.sign = 1 GROUP BY m.address, m.token, m.token_id`,
 			params,
 			[ranges[0]?.[0] ?? 0, ranges.at(-1)?.[1] ?? n],
@@ -132,10 +133,12 @@ export async function arrivals(
 	await find(
 		holdings,
 		blocks.map((b): [number, number] => [b, b]),
+		true,
 	);
 	await find(
 		holdings.filter((h) => !out.has(holdingKey(h))),
 		[[0, n]],
+		false,
 	);
 	return out;
 }

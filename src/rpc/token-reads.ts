@@ -44,9 +44,12 @@ export function createTokenReader(rpc: RpcClient) {
 		}
 	};
 	return {
-		/** name, symbol and decimals (ERC-20; an NFT collection has no decimals) at block `block`. */
-		async info(address: string, standard: string, block: number): Promise<TokenInfo> {
-			const at = { address: address as Address, blockNumber: BigInt(block) };
+		/**
+		 * name, symbol and decimals (ERC-20; an NFT collection has no decimals), as the token answers
+		 * now: the latest state, which every node keeps (an old block's needs an archive node).
+		 */
+		async info(address: string, standard: string): Promise<TokenInfo> {
+			const at = { address: address as Address };
 			const abi = standard === "erc20" ? erc20Abi : NFT_ABI;
 			const [name, symbol, decimals] = await Promise.all([
 				read(() => readContract(client, { ...at, abi, functionName: "name" })),
@@ -67,17 +70,17 @@ export function createTokenReader(rpc: RpcClient) {
 			const accounts = await read(() => rpc.request<string[]>("eth_accounts", []));
 			return (accounts ?? []).map((a) => a.toLowerCase());
 		},
-		/** An account's native balance at block `block` (wei). */
-		async balance(address: string, block: number): Promise<bigint> {
-			return BigInt(await rpc.request<string>("eth_getBalance", [address, `0x${block.toString(16)}`]));
+		/** An account's native balance at block `block` (wei); null where the node has no state that old. */
+		async balance(address: string, block: number): Promise<bigint | null> {
+			const wei = await read(() => rpc.request<string>("eth_getBalance", [address, `0x${block.toString(16)}`]));
+			return wei === null ? null : BigInt(wei);
 		},
-		/** tokenURI (ERC-721) or uri (ERC-1155) of one token id at block `block`. */
-		async uri(address: string, standard: string, tokenId: string, block: number): Promise<string | null> {
+		/** tokenURI (ERC-721) or uri (ERC-1155) of one token id, as the token answers now. */
+		async uri(address: string, standard: string, tokenId: string): Promise<string | null> {
 			const functionName = standard === "erc1155" ? "uri" : "tokenURI";
 			const v = await read(() =>
 				readContract(client, {
 					address: address as Address,
-					blockNumber: BigInt(block),
 					abi: NFT_ABI,
 					functionName,
 					args: [BigInt(tokenId)],

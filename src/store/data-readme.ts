@@ -141,9 +141,9 @@ are the datasets).
 	const metadataSection = `## Token metadata
 
 Read from the node by writers that have one (the backfill and the follower, not synth or
-reindex) once chunks settle, one pair of files per block range covered (the manifest's
+reindex) once chunks settle, one set of files per block range covered (the manifest's
 \`metadata\`; \`<table>/<table>_<from>_<to>_g<gen>.parquet\`), each for the tokens and token ids
-first moved in those blocks, never replaced:
+first seen in those blocks, never replaced:
 
 ${metadata.join("\n")}
 

@@ -5,12 +5,13 @@ import type { ParquetWriter } from "./parquet-writer.js";
 import { settledChunks } from "./runs.js";
 
 /*
- * Token and collection metadata (name, symbol, decimals; each NFT's tokenURI or uri), read from
- * the node (rpc/token-reads.ts) and cached in the lake as two small tables:
- * `token_metadata/token_metadata_<from>_<to>_g<gen>.parquet` and `token_uris/...`, one pair per
- * block range whose tokens they cover, listed in the manifest's `metadata`. The background merges
- * (merges.ts) add a pair as chunks settle, for the tokens and token ids first moved in them, read
- * as of the range's last block. Settled blocks are not reorged, so a pair is never replaced.
+ * Token and collection metadata (name, symbol, decimals; each NFT's tokenURI or uri) and the
+ * genesis allocations native balances start from, read from the node (rpc/token-reads.ts) and
+ * cached in the lake as three small tables (`token_metadata/token_metadata_<from>_<to>_g<gen>.parquet`,
+ * `token_uris/...`, `opening_balances/...`), one set per block range whose tokens and paying
+ * accounts they cover, listed in the manifest's `metadata`. The background merges (merges.ts) add
+ * a set as chunks settle, for the tokens, token ids and payers first seen in them, read as the
+ * node answers when the step runs. Settled blocks are not reorged, so a set is never replaced.
  */
 
 export interface MetadataEntry {
@@ -31,20 +32,19 @@ export const METADATA_TABLES = {
 			name: "VARCHAR",
 			symbol: "VARCHAR",
 			decimals: "INTEGER",
-			read_at: "UBIGINT",
 		},
 		order: "address",
-		doc: "each token contract first moved in the file's blocks: `standard` (erc20, erc721 or erc1155), `name`, `symbol`, `decimals` (ERC-20), as the contract answered at block `read_at`; null where the call reverted or returned garbage",
+		doc: "each token contract first moved in the file's blocks: `standard` (erc20, erc721 or erc1155), `name`, `symbol`, `decimals` (ERC-20), as the contract answered when the file was written (the node's latest block); null where the call reverted or returned garbage",
 	},
 	token_uris: {
-		columns: { contract: "VARCHAR", token_id: "VARCHAR", token_uri: "VARCHAR", read_at: "UBIGINT" },
+		columns: { contract: "VARCHAR", token_id: "VARCHAR", token_uri: "VARCHAR" },
 		order: "contract, token_id",
-		doc: "each ERC-721 and ERC-1155 token id first moved in the file's blocks, with its `tokenURI` (ERC-721) or `uri` (ERC-1155) as at block `read_at`; null where the call reverted",
+		doc: "each ERC-721 and ERC-1155 token id first moved in the file's blocks, with its `tokenURI` (ERC-721) or `uri` (ERC-1155) when the file was written; null where the call reverted (a burnt token)",
 	},
 	opening_balances: {
 		columns: { address: "VARCHAR", balance: "VARCHAR", read_at: "UBIGINT" },
 		order: "address",
-		doc: "each account that first paid (sent value or gas) in the file's blocks, with its native balance at block 0 (`read_at`), decimal wei: the genesis allocation the native balances start from (only where the lake starts at block 0)",
+		doc: "each account that first paid (sent value or gas) in the file's blocks, with its native balance at block 0 (`read_at`), decimal wei: the genesis allocation the native balances start from (only where the lake starts at block 0; null where the node has no state that old)",
 	},
 } as const;
 export type MetadataTable = keyof typeof METADATA_TABLES;
@@ -148,18 +148,15 @@ export async function metadataStep(
 					 ${knownOpenings.length ? `AND address NOT IN (SELECT address FROM ${list(knownOpenings)})` : ""}
 					 ORDER BY address`,
 				);
-	const at = range.to;
 	const tokenRows = await inBatches(tokens, async (t) => ({
 		address: String(t.address),
 		standard: String(t.standard),
-		...(await reader.info(String(t.address), String(t.standard), at)),
-		read_at: at,
+		...(await reader.info(String(t.address), String(t.standard))),
 	}));
 	const uriRows = await inBatches(ids, async (t) => ({
 		contract: String(t.contract),
 		token_id: String(t.token_id),
-		token_uri: await reader.uri(String(t.contract), String(t.standard), String(t.token_id), at),
-		read_at: at,
+		token_uri: await reader.uri(String(t.contract), String(t.standard), String(t.token_id)),
 	}));
 	// A dev node's funded accounts (eth_accounts; none on a public node), with block 0.
 	if (range.from === 0) {
@@ -168,7 +165,7 @@ export async function metadataStep(
 	}
 	const openingRows = await inBatches(payers, async (p) => ({
 		address: String(p.address),
-		balance: (await reader.balance(String(p.address), 0)).toString(),
+		balance: (await reader.balance(String(p.address), 0))?.toString() ?? null,
 		read_at: 0,
 	}));
 	const entry: MetadataEntry = {

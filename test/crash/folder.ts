@@ -23,6 +23,9 @@ export function folderState(chainDir: string) {
 		}
 	}
 	for (const g of m?.ghosts ?? []) listed.add(join("ghost_blocks", partitionFileName("ghost_blocks", g)));
+	// Token metadata: one file of each table per range covered.
+	for (const e of m?.metadata ?? [])
+		for (const t of ["token_metadata", "token_uris", "opening_balances"]) listed.add(join(t, partitionFileName(t, e)));
 	// Merged index runs, each with its key filter beside it.
 	for (const r of m?.runs ?? []) {
 		listed.add(join(r.index, partitionFileName(r.index, r)));

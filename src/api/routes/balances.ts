@@ -187,7 +187,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 function parseCursor(offset: string): HolderCursor {
 	const parts = offset.split("_");
 	const address = parts.pop() ?? "";
-	if (parts.length !== PARTS.length || !parts.every((p) => /^-?\d{1,40}$/.test(p)) || !/^0x[0-9a-f]{40}$/.test(address))
+	if (parts.length !== PARTS.length || !parts.every((p) => /^-?\d{1,27}$/.test(p)) || !/^0x[0-9a-f]{40}$/.test(address))
 		throw badRequest("INVALID_OFFSET", "offset must be the next_offset of the previous page of holders");
 	return { parts, address };
 }

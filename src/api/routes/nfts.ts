@@ -35,7 +35,7 @@ const tokenPath = () => z.object({ chain_id: chainParam, address: addressParam, 
 
 const collection = (address: string, meta: TokenMeta | undefined, standard?: string) => ({
 	address,
-	standard: meta?.standard ?? standard ?? null,
+	standard: meta?.standard ?? standard ?? "unknown",
 	name: meta?.name ?? null,
 	symbol: meta?.symbol ?? null,
 });
