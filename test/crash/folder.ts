@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { INDEX_NAMES, INDEXES, type IndexName } from "../../src/store/indexes.js";
+import { INDEX_NAMES, INDEXES, type IndexDef, type IndexName } from "../../src/store/indexes.js";
 import { partitionFileName } from "../../src/store/layout.js";
 import type { Manifest } from "../../src/store/manifest.js";
 
@@ -85,9 +85,12 @@ export async function readListed(chainDir: string): Promise<Record<string, unkno
 					: INDEX_NAMES.includes(name as never)
 						? INDEXES[name as IndexName].sortKey
 						: "id";
-			const r = await conn.runAndReadAll(
-				`SELECT * FROM read_parquet([${files.map(quote).join(", ")}]) ORDER BY ${order}`,
-			);
+			const source = `read_parquet([${files.map(quote).join(", ")}])`;
+			// Balance deltas hold one row per holding per file, and how blocks group into files
+			// depends on when merges ran: compared as what they sum to over the whole chain.
+			const def: IndexDef | undefined = INDEX_NAMES.includes(name as never) ? INDEXES[name as IndexName] : undefined;
+			const rows = def?.merge ? def.merge(source) : `SELECT * FROM ${source}`;
+			const r = await conn.runAndReadAll(`${rows} ORDER BY ${order}`);
 			out[name] = r.getRowObjectsJson();
 		}
 		return out;
