@@ -1,4 +1,5 @@
 import type { TokenReader } from "../rpc/token-reads.js";
+import { crashPoint } from "../util/crash-point.js";
 import { partitionPath, stagingDir } from "./layout.js";
 import { listedFiles, type Manifest, nextGeneration, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
@@ -184,10 +185,12 @@ export async function metadataStep(
 		const def = METADATA_TABLES[table];
 		await writer.writeRows(def.columns, def.order, rows, partitionPath(dataDir, m.chain, table, entry), staging);
 	}
+	crashPoint("metadata.written");
 	return exclusive(async () => {
 		// (Settled blocks are not reorged, and only this step covers a range: nothing to recheck.)
 		m.metadata = [...(m.metadata ?? []), entry];
 		await saveManifest(dataDir, m);
+		crashPoint("metadata.committed");
 		return [];
 	});
 }

@@ -47,6 +47,9 @@ export const CRASH_POINTS = [
 	// store/chunk-merges.ts
 	"chunks.merged", // a merged chunk's dataset and index files written, the manifest still lists its inputs
 	"chunks.committed", // the manifest lists the merged chunk, its inputs not yet deleted
+	// store/token-metadata.ts
+	"metadata.written", // a range's token metadata files written, the manifest does not list them
+	"metadata.committed", // the manifest lists them
 ] as const;
 
 export type CrashPointName = (typeof CRASH_POINTS)[number];
