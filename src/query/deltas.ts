@@ -85,19 +85,21 @@ export async function deltaSums(
 		`s AS (SELECT ${cols}, ${sums}, max(last_block) FILTER (WHERE last_block <= $n) AS seen FROM {${index}} WHERE ${q.by} = $v AND first_block <= $n GROUP BY ${cols})`,
 	];
 	const parts = ["SELECT * FROM s"];
-	// The moves of `q`'s holdings in the transfers of `blocks`: a holder's own come from the
-	// address-sorted index where every chunk has it.
-	const moves = (blocks: string) => {
+	// The moves of `q`'s holdings in the blocks `blocks` (SQL) within `[from, to]`, reading only
+	// the files of those blocks; a holder's own come from the address-sorted index where every
+	// chunk has it.
+	const moves = (blocks: string, [from, to]: [number, number]) => {
+		const rel = (d: string) => `{${d}@${from}-${to}}`;
 		if (q.kind === "native")
-			return `(SELECT * FROM (${nativeMovesSql((d) => `(SELECT * FROM {${d}} WHERE (${blocks.replaceAll("block_number", d === "blocks" ? "number" : "block_number")}))`)}) WHERE address = $v)`;
+			return `(SELECT * FROM (${nativeMovesSql((d) => `(SELECT * FROM ${rel(d)} WHERE (${d === "blocks" ? blocks.replaceAll("block_number", "number") : blocks}))`)}) WHERE address = $v)`;
 		if (q.by === "token")
-			return `(${movesSql(`(SELECT * FROM {transfers} WHERE contract = $v AND (${blocks}))`, q.kind)})`;
+			return `(${movesSql(`(SELECT * FROM ${rel("transfers")} WHERE contract = $v AND (${blocks}))`, q.kind)})`;
 		const indexed = db
 			.chunks()
 			.every((c) => !c.datasets.includes("transfers") || db.indexed("transfers_by_address", c));
 		const src = indexed
-			? `(SELECT * EXCLUDE (address) FROM {transfers_by_address} WHERE address = $v AND (${blocks}))`
-			: `(SELECT * FROM {transfers} WHERE (sender = $v OR recipient = $v) AND (${blocks}))`;
+			? `(SELECT * EXCLUDE (address) FROM ${rel("transfers_by_address")} WHERE address = $v AND (${blocks}))`
+			: `(SELECT * FROM ${rel("transfers")} WHERE (sender = $v OR recipient = $v) AND (${blocks}))`;
 		return `(SELECT * FROM (${movesSql(src, q.kind)}) WHERE address = $v)`;
 	};
 	const summed = (from: string, join = "") =>
@@ -105,11 +107,12 @@ export async function deltaSums(
 
 	const tail = lacking(db, index, q.n);
 	if (tail.length > 0) {
-		ctes.push(`q AS (${summed(moves(inRanges(tail, params)))})`);
+		ctes.push(`q AS (${summed(moves(inRanges(tail, params), [(tail[0] as [number, number])[0], q.n]))})`);
 		parts.push("SELECT * FROM q");
 	}
 	if (straddling.length > 0) {
-		params.lo = Math.min(...straddling.map((r) => Number(r.first_block)));
+		const lo = Math.min(...straddling.map((r) => Number(r.first_block)));
+		params.lo = lo;
 		const values = straddling.map((r, i) => {
 			const row = group.map((c, j) => {
 				params[`s${i}_${j}`] = String(r[c]);
@@ -120,7 +123,7 @@ export async function deltaSums(
 		});
 		ctes.push(
 			`st(${cols}, since) AS (VALUES ${values.join(", ")})`,
-			`p AS (${summed(moves("block_number BETWEEN $lo AND $n"), `JOIN st ON ${group.map((c) => `x.${c} = st.${c}`).join(" AND ")} AND x.block_number >= st.since`)})`,
+			`p AS (${summed(moves("block_number BETWEEN $lo AND $n", [lo, q.n]), `JOIN st ON ${group.map((c) => `x.${c} = st.${c}`).join(" AND ")} AND x.block_number >= st.since`)})`,
 		);
 		parts.push("SELECT * FROM p");
 	}

@@ -87,11 +87,15 @@ export interface Store {
 	close(): void;
 }
 
+/** `{dataset}`, `{index}` or `{name@from-to}` (with its own block window) in a statement's text. */
+const PLACEHOLDER = /\{([a-z][a-z0-9_]*)(?:@(\d{1,15})-(\d{1,15}))?\}/g;
+
 export interface Snapshot {
 	chain: string;
 	hasDataset(dataset: DatasetName): boolean;
 	/**
-	 * `window`: read only the files of chunks that overlap these blocks (see list.ts). `key`: the
+	 * `window`: read only the files of chunks that overlap these blocks (see list.ts); a
+	 * `{name@from-to}` placeholder has a window of its own. `key`: the
 	 * wallet or hash the statement looks up in an index (`{transfers_by_address}` etc.); index
 	 * runs whose key filter rules it out are not read at all, and a statement left with no file
 	 * to read answers no rows without running.
@@ -274,11 +278,14 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	const expand = (
 		manifest: Manifest | null,
 		sql: string,
-		window: readonly [number, number] | undefined,
+		queryWindow: readonly [number, number] | undefined,
 		key: string | undefined,
 		read: { files: number; paths?: string[] },
 	) =>
-		sql.replace(/\{([a-z][a-z0-9_]*)\}/g, (whole, name: string) => {
+		sql.replace(PLACEHOLDER, (whole, name: string, a?: string, b?: string) => {
+			// `{name@a-b}`: this relation's own block window (a part of a statement that reads
+			// fewer blocks than the rest, like a balance's unsettled tail).
+			const window = a === undefined ? queryWindow : ([Number(a), Number(b)] as const);
 			if (name in METADATA_TABLES) {
 				const table = METADATA_TABLES[name as MetadataTable];
 				const files = metadataFiles(dataDir, manifest, name as MetadataTable);
@@ -347,9 +354,15 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	const filtersOf = (manifest: Manifest | null, sql: string, window?: readonly [number, number]): string[] => {
 		if (!manifest) return [];
 		const out: string[] = [];
-		for (const [, name] of sql.matchAll(/\{([a-z][a-z0-9_]*)\}/g))
+		for (const [, name, a, b] of sql.matchAll(PLACEHOLDER))
 			if (name && name in INDEXES)
-				for (const f of indexFiles(dataDir, manifest, name as IndexName, window)) if (f.filter) out.push(f.filter);
+				for (const f of indexFiles(
+					dataDir,
+					manifest,
+					name as IndexName,
+					a === undefined ? window : [Number(a), Number(b)],
+				))
+					if (f.filter) out.push(f.filter);
 		return out;
 	};
 
