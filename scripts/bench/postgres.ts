@@ -25,7 +25,12 @@ const INDEXES: Record<string, string[]> = {
 
 export interface PgServer {
 	client: pg.Client;
-	load(dataDir: string, chain: string): Promise<{ seconds: number; bytes: number; perTable: Record<string, number> }>;
+	/** Loads `tables` (default PG_TABLES) of a chain from its Parquet files, with their indexes. */
+	load(
+		dataDir: string,
+		chain: string,
+		tables?: readonly DatasetName[],
+	): Promise<{ seconds: number; bytes: number; perTable: Record<string, number> }>;
 	stop(): void;
 }
 
@@ -92,7 +97,7 @@ export async function startPostgres(port: number): Promise<PgServer> {
 	await client.connect();
 	return {
 		client,
-		async load(dataDir, chain) {
+		async load(dataDir, chain, tables = PG_TABLES) {
 			const started = performance.now();
 			const m = readManifestSafe(dataDir, chain);
 			const duck = await DuckDBInstance.create(":memory:");
@@ -102,7 +107,7 @@ export async function startPostgres(port: number): Promise<PgServer> {
 			chmodSync(csvDir, 0o777);
 			const perTable: Record<string, number> = {};
 			try {
-				for (const table of PG_TABLES) {
+				for (const table of tables) {
 					const schema = SCHEMAS[table] as Record<string, readonly [string, string]>;
 					const columns = Object.entries(schema);
 					await client.query(`CREATE TABLE ${table} (${columns.map(([c, [t]]) => `"${c}" ${pgType(t)}`).join(", ")})`);

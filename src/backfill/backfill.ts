@@ -169,14 +169,16 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 			let next = fetchChunk(0);
 			// Merges a stopped run left due (it stopped between a chunk and its merges) come first,
 			// so the saves, and the generations files are named after, follow an unstopped run's.
-			await mergeAll(
-				writer,
-				dataDir,
-				manifest,
-				(files) => retired.retire(files),
-				() => opts.signal?.aborted === true,
-				metadata,
-			);
+			// (A run with nothing to fetch changes nothing: merges wait for the next writer.)
+			if (chunks.length > 0)
+				await mergeAll(
+					writer,
+					dataDir,
+					manifest,
+					(files) => retired.retire(files),
+					() => opts.signal?.aborted === true,
+					metadata,
+				);
 			for (const [i, [from, chunkTo]] of chunks.entries()) {
 				const { links, rows: data } = await unlessAborted(next as NonNullable<typeof next>, opts.signal);
 				if (opts.signal?.aborted) throw new InterruptedError(opts.signal.reason);
