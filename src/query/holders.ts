@@ -1,4 +1,4 @@
-import { amountOfParts, normalizedPartsSql, PARTS } from "../store/amounts.js";
+import { amountOfParts, normalizedPartsSql, PARTS, positiveSql } from "../store/amounts.js";
 import { deltaSums } from "./deltas.js";
 import type { Params, Snapshot } from "./store.js";
 
@@ -32,8 +32,8 @@ function afterSql(c: HolderCursor, params: Params): string {
 
 /**
  * One page of the holders of an ERC-20 token as of block `at` (default: the head), by balance,
- * largest first (then by address), zero balances and the zero address (minus the supply) left
- * out; exact, the order included: the token's sums of the `erc20_holders` index
+ * largest first (then by address), positive balances only (the zero address holds minus the
+ * supply; a token whose events break its own books can leave others below zero too); exact, the order included: the token's sums of the `erc20_holders` index
  * (query/deltas.ts) put in order by DuckDB with the carries done (amounts.ts).
  */
 export async function tokenHolders(
@@ -50,7 +50,7 @@ export async function tokenHolders(
 	const rows = await db.query(
 		`WITH ${q.ctes.join(", ")}, t AS (SELECT address, seen, ${normalizedPartsSql()} FROM sums)
 		 SELECT address, seen, ${ORDER.map((o) => `CAST(${o} AS VARCHAR) AS text_${o}`).join(", ")} FROM t
-		 WHERE address <> $zero AND NOT (${ORDER.map((o) => `${o} = 0`).join(" AND ")}) AND (${after})
+		 WHERE address <> $zero AND ${positiveSql()} AND (${after})
 		 ORDER BY ${ORDER.map((o) => `${o} DESC`).join(", ")}, address ASC LIMIT $limit`,
 		params,
 		q.window,

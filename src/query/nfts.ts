@@ -1,4 +1,4 @@
-import { amountOfParts, normalizedPartsSql, PARTS } from "../store/amounts.js";
+import { amountOfParts, normalizedPartsSql, PARTS, positiveSql } from "../store/amounts.js";
 import { movesSql } from "../store/deltas.js";
 import { inList } from "./conditions.js";
 import { deltaSums, inRanges } from "./deltas.js";
@@ -43,9 +43,8 @@ export async function nftHoldings(
 	const params: Params = { ...sums.params, limit: q.limit + 1 };
 	const order = q.by === "address" ? ["token", ID_ORDER] : [ID_ORDER, "address"];
 	const where = [];
-	// Positive: the most significant non-zero part is (the zero address holds minus the mints).
-	const [m0, m1, m2] = PARTS;
-	where.push(`(${m2} > 0 OR (${m2} = 0 AND (${m1} > 0 OR (${m1} = 0 AND ${m0} > 0))))`);
+	// Positive amounts only (the zero address holds minus the mints).
+	where.push(positiveSql());
 	// A burn sends a token to the zero address, which holds it nowhere.
 	if (q.by === "token") {
 		params.zero = ZERO;

@@ -44,6 +44,13 @@ export function normalizedPartsSql(): string {
 	return cols.join(", ");
 }
 
+/** SQL of "the normalized parts m0..m2 (normalizedPartsSql) are a positive amount": the most
+ * significant non-zero part is positive (m0 and m1 are never negative). */
+export const positiveSql = (): string => {
+	const [m0, m1, m2] = PARTS;
+	return `(${m2} > 0 OR (${m2} = 0 AND (${m1} > 0 OR (${m1} = 0 AND ${m0} > 0))))`;
+};
+
 /** The value of normalized parts (decimal text, least significant first). */
 export function amountOfParts(parts: readonly (string | null | undefined)[]): bigint {
 	let total = 0n;
