@@ -1,6 +1,6 @@
 /**
  * Completes package-lock.json with every platform's native package (biome, DuckDB's bindings,
- * anvil), so that `npm ci` accepts the lock on Linux x64/arm64 (glibc or musl), macOS and
+ * anvil, chdb), so that `npm ci` accepts the lock on Linux x64/arm64 (glibc or musl), macOS and
  * Windows alike.
  *
  * Why a script: npm writes a lock entry for an optional dependency only when it can read that
@@ -19,13 +19,13 @@
 import { readFileSync, writeFileSync } from "node:fs";
 
 type Entry = Record<string, unknown> & { optionalDependencies?: Record<string, string> };
-const PLATFORM = /-(darwin|linux|win32|android|freebsd)-(x64|amd64|arm64|ia32|arm)(-musl)?$/;
+const PLATFORM = /-(darwin|linux|win32|android|freebsd)-(x64|amd64|arm64|ia32|arm)(-musl|-gnu)?$/;
 
 /** `os`, `cpu` and `libc` of a platform package, from its name; null if the name has none. */
 export function platformOf(name: string): { os: string; cpu: string; musl: boolean } | null {
 	const m = PLATFORM.exec(name);
 	if (!m) return null;
-	return { os: m[1] as string, cpu: m[2] === "amd64" ? "x64" : (m[2] as string), musl: m[3] != null };
+	return { os: m[1] as string, cpu: m[2] === "amd64" ? "x64" : (m[2] as string), musl: m[3] === "-musl" };
 }
 
 /** Adds the missing platform entries to a parsed lock; returns the names it added. */

@@ -15,6 +15,7 @@ import { keysPath } from "../src/api/keys-path.js";
 import { parseRateLimit, type RateLimitOptions } from "../src/api/rate-limit.js";
 import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { createStore, DEFAULT_QUERY_TIMEOUT_MS } from "../src/query/store.js";
+import { LAKE_FLAG_OPTIONS, lakeFlags } from "../src/store/delta/lake-flags.js";
 import { createLogger } from "../src/util/logger.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
 
@@ -35,6 +36,8 @@ const options = {
 		type: "string",
 		default: process.env.CHAINLAKE_QUERY_TIMEOUT_MS || String(DEFAULT_QUERY_TIMEOUT_MS),
 	},
+	// With --follow: the Delta Lake export's settings (README "Reading the lake from other engines").
+	...LAKE_FLAG_OPTIONS,
 } as const;
 let values: ReturnType<typeof parseArgs<{ options: typeof options }>>["values"];
 try {
@@ -89,6 +92,7 @@ try {
 		logger,
 		finalityDepth: Number(values["finality-depth"]),
 		pollMs: Number(values["poll-ms"]),
+		lake: lakeFlags(values),
 	});
 } catch (err) {
 	process.stderr.write(`${(err as Error).message}\n`);

@@ -158,9 +158,13 @@ export async function startPostgres(port: number): Promise<PgServer> {
 function pgType(duck: string): string {
 	if (duck.startsWith("STRUCT")) return "jsonb";
 	if (duck === "VARCHAR[]") return "text[]";
-	if (duck.endsWith("[]")) return "bigint[]";
+	if (duck === "INTEGER[]") return "integer[]";
 	if (duck === "VARCHAR") return "text";
-	if (duck === "UTINYINT") return "smallint";
-	if (duck === "UINTEGER" || duck === "UBIGINT") return "bigint";
+	// (Postgres has no 1-byte integer.)
+	if (duck === "TINYINT") return "smallint";
+	if (duck === "INTEGER") return "integer";
+	if (duck === "BIGINT") return "bigint";
+	const decimal = /^DECIMAL\((\d+),(\d+)\)$/.exec(duck);
+	if (decimal) return `numeric(${decimal[1]},${decimal[2]})`;
 	throw new Error(`no Postgres type for ${duck}`);
 }

@@ -5,9 +5,11 @@ import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { metadataSource } from "../rpc/token-reads.js";
 import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
+import type { LakeSettings } from "../store/delta/lake-export.js";
+import { applyLakeFlags } from "../store/delta/lake-flags.js";
 import { alignedChunks, chainDir } from "../store/layout.js";
 import { acquireWriteLock } from "../store/lock.js";
-import { loadManifest, type Manifest, missingRanges } from "../store/manifest.js";
+import { loadManifest, type Manifest, missingRanges, saveManifest } from "../store/manifest.js";
 import { mergeAll } from "../store/merges.js";
 import { createParquetWriter } from "../store/parquet-writer.js";
 import { damagedChunks } from "../store/repair.js";
@@ -40,6 +42,8 @@ export interface BackfillRun {
 	partitionSize?: number;
 	/** Rows from which settled chunks are no longer merged (chunk-merges.ts); kept in the manifest. */
 	compactRows?: number;
+	/** The Delta Lake export's settings (delta/lake-flags.ts); kept in the manifest. */
+	lake?: Partial<LakeSettings>;
 	concurrency?: number;
 	/**
 	 * Stops the run (SIGTERM/SIGINT in the CLI): at once while it waits for the node, else once the
@@ -133,6 +137,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		started: number,
 	): Promise<BackfillSummary> {
 		const manifest = await loadManifest(dataDir, chain.id, chain.number);
+		if (applyLakeFlags(manifest, opts.lake ?? {})) await saveManifest(dataDir, manifest);
 		const removed = await removeUnlisted(dataDir, manifest);
 		if (removed.length > 0) logger.info(`removed ${removed.length} files of an interrupted run: ${removed.join(", ")}`);
 
@@ -140,7 +145,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		// Which chunks are settled, so their index files can be merged into runs (runs.ts).
 		manifest.partition_size ??= partitionSize;
 		if (opts.compactRows !== undefined) manifest.compact_rows = opts.compactRows;
-		const retired = createRetireLater();
+		const retired = createRetireLater(chainDir(dataDir, chain.id));
 		// Damaged listed files of the range (missing, cut short): their chunks are fetched again, as they were.
 		const damaged = await damagedChunks(dataDir, manifest, (r) => r.to >= opts.from && r.from <= to, logger);
 		const chunks = [

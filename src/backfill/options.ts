@@ -1,6 +1,8 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import type { TraceMode } from "../rpc/detect-traces.js";
+import type { LakeSettings } from "../store/delta/lake-export.js";
+import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../store/delta/lake-flags.js";
 import { type ChainRef, isChainId, parseChainId } from "../util/chain.js";
 import { UserInputError } from "../util/errors.js";
 import { DEFAULT_CONCURRENCY, DEFAULT_PARTITION_SIZE } from "./backfill.js";
@@ -14,6 +16,8 @@ export interface BackfillOptions {
 	traces: TraceMode;
 	partitionSize: number;
 	compactRows?: number;
+	/** The Delta Lake export's settings given (delta/lake-flags.ts). */
+	lake: Partial<LakeSettings>;
 	concurrency: number;
 	batchSize: number;
 	verbose: boolean;
@@ -22,6 +26,7 @@ export interface BackfillOptions {
 export const BACKFILL_USAGE = `usage: npm run backfill -- --chain eip155-<n> --rpc <url> [--rpc <url2>] --from <n> --to <n|latest>
        [--data-dir data] [--traces auto|parity|geth|off] [--partition-size 1000]
        [--compact-rows 8000000] [--concurrency 8] [--batch-size 100] [--verbose]
+       ${LAKE_USAGE}
 env:   CHAINLAKE_RPC_URLS (comma-separated) stands in for --rpc, CHAINLAKE_DATA_DIR for --data-dir`;
 
 const blockNumber = (flag: string) =>
@@ -82,6 +87,7 @@ export function parseBackfillOptions(argv: string[], env: NodeJS.ProcessEnv = pr
 				concurrency: { type: "string" },
 				"batch-size": { type: "string" },
 				verbose: { type: "boolean" },
+				...LAKE_FLAG_OPTIONS,
 			},
 			strict: true,
 			allowPositionals: false,
@@ -100,7 +106,14 @@ export function parseBackfillOptions(argv: string[], env: NodeJS.ProcessEnv = pr
 		throw new UserInputError("INVALID_ARGS", `${issues}\n${BACKFILL_USAGE}`);
 	}
 	const v = parsed.data;
+	let lake: Partial<LakeSettings>;
+	try {
+		lake = lakeFlags(values);
+	} catch (err) {
+		throw new UserInputError("INVALID_ARGS", `${(err as Error).message}\n${BACKFILL_USAGE}`);
+	}
 	return {
+		lake,
 		chain: v.chain,
 		rpcUrls: v.rpc,
 		from: v.from,

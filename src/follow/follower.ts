@@ -14,6 +14,8 @@ import {
 	replaceChunks,
 	writeChunkFiles,
 } from "../store/chunk-store.js";
+import { type LakeSettings, lakeExporter } from "../store/delta/lake-export.js";
+import { applyLakeFlags } from "../store/delta/lake-flags.js";
 import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
 import { listedPaths } from "../store/listing.js";
 import { acquireWriteLock } from "../store/lock.js";
@@ -25,6 +27,7 @@ import {
 	type Manifest,
 	missingRanges,
 	nextGeneration,
+	saveManifest,
 } from "../store/manifest.js";
 import { mergeDue, mergeNext } from "../store/merges.js";
 import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
@@ -70,6 +73,8 @@ export interface FollowerOptions {
 	pollMs?: number;
 	/** How long replaced files stay on disk for readers that began before the switch (default 30 s). */
 	deleteGraceMs?: number;
+	/** The Delta Lake export's settings (delta/lake-flags.ts); kept in the manifest. */
+	lake?: Partial<LakeSettings>;
 }
 
 export interface FollowerStats {
@@ -132,6 +137,7 @@ export function createFollower(opts: FollowerOptions) {
 			const manifest = await loadManifest(dataDir, chain.id, chain.number);
 			// Which chunks are settled, so their index files can be merged into runs (runs.ts).
 			manifest.partition_size ??= partitionSize;
+			if (applyLakeFlags(manifest, opts.lake ?? {})) await saveManifest(dataDir, manifest);
 			const removed = await removeUnlisted(dataDir, manifest);
 			if (removed.length > 0) logger.info(`removed ${removed.length} files of an interrupted run`);
 			const head = await ethBlockNumber(rpc);
@@ -159,6 +165,7 @@ export function createFollower(opts: FollowerOptions) {
 		if (n > (m.final_through ?? -1)) m.final_through = n;
 	};
 
+	const lake = lakeExporter(chainDir(dataDir, chain.id));
 	function retire(files: string[]) {
 		const grace = opts.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;
 		const run = () => {
@@ -173,6 +180,8 @@ export function createFollower(opts: FollowerOptions) {
 						logger.error(`not deleting ${f}: retired earlier, but the manifest lists it again`);
 						continue;
 					}
+					// Removed from the Delta logs within their retention: the vacuum deletes it later.
+					if (lake.retains(f)) continue;
 					await rm(f, { force: true });
 					crashPoint("follow.retire.file-removed");
 				}

@@ -1,6 +1,7 @@
 import type { FollowSource } from "../api/metrics.js";
 import { createRpcClient } from "../rpc/client.js";
 import type { TraceMode } from "../rpc/detect-traces.js";
+import type { LakeSettings } from "../store/delta/lake-export.js";
 import { parseChainId } from "../util/chain.js";
 import { UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
@@ -36,6 +37,7 @@ export function startFollowers(
 		partitionSize?: number;
 		startBlock?: number;
 		deleteGraceMs?: number;
+		lake?: Partial<LakeSettings>;
 	},
 ) {
 	const sources = new Map<string, FollowSource>();

@@ -1,8 +1,10 @@
 import { type ListResult, listRows, type Page } from "./list.js";
 import type { Row, Snapshot } from "./store.js";
 
+/** The columns a block record needs. The nonce (DECIMAL(20,0): it can pass 2^63) as exact text: the
+ * DuckDB client converts DECIMAL to a JS double, which rounds above 2^53. */
 export const BLOCK_COLUMNS =
-	"number, hash, parent_hash, timestamp, nonce, gas_used, mix_hash, gas_limit, difficulty, extra_data, logs_bloom, state_root, sha3_uncles, receipts_root, total_difficulty, transactions_root, miner, base_fee_per_gas, size, transaction_count";
+	"number, hash, parent_hash, timestamp, nonce::VARCHAR AS nonce, gas_used, mix_hash, gas_limit, difficulty, extra_data, logs_bloom, state_root, sha3_uncles, receipts_root, total_difficulty, transactions_root, miner, base_fee_per_gas, size, transaction_count";
 
 /** A block by hash: from the covering hash index where every chunk has it (see findTransaction). */
 export async function findBlockByHash(db: Snapshot, hash: string): Promise<Row | undefined> {

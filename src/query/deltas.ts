@@ -119,7 +119,7 @@ export async function deltaSums(
 				return `$s${i}_${j}`;
 			});
 			params[`s${i}_b`] = Number(r.first_block);
-			return `(${row.join(", ")}, $s${i}_b::UBIGINT)`;
+			return `(${row.join(", ")}, $s${i}_b::BIGINT)`;
 		});
 		ctes.push(
 			`st(${cols}, since) AS (VALUES ${values.join(", ")})`,

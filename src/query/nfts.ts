@@ -105,7 +105,7 @@ export async function arrivals(
 			params[`t${i}`] = h.token;
 			params[`i${i}`] = h.tokenId;
 			params[`b${i}`] = h.seenAt;
-			return `($h${i}, $t${i}, $i${i}, $b${i}::UBIGINT)`;
+			return `($h${i}, $t${i}, $i${i}, $b${i}::BIGINT)`;
 		});
 		const src = `(SELECT * FROM {transfers} WHERE ${tokens} AND (${inRanges(ranges, params)}))`;
 		const extra = ["id", "transaction_hash", "block_timestamp", "origin", "token_standard"];

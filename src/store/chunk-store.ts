@@ -4,9 +4,11 @@ import { basename, join } from "node:path";
 import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
+import { LOG_DIR } from "./delta/delta-log.js";
+import { lakeExporter } from "./delta/lake-export.js";
 import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "./indexes.js";
 import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
-import { manifestPath, partitionPath, stagingDir } from "./layout.js";
+import { chainDir, manifestPath, partitionPath, stagingDir } from "./layout.js";
 import { listedPaths } from "./listing.js";
 import {
 	type ChunkEntry,
@@ -227,6 +229,10 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 		removed.push(basename(tmp));
 	}
 	const keep = listedPaths(dataDir, manifest);
+	// The Delta logs brought up to this manifest first (a crash may have come between a save and
+	// its export): files they list, or removed within their retention, stay for outside readers.
+	const lake = lakeExporter(chainDir(dataDir, manifest.chain));
+	await lake.export(manifest);
 	for (const d of [...DATASETS, ...INDEX_NAMES, GHOST_DATASET, ...METADATA_TABLE_NAMES]) {
 		const dir = join(dataDir, manifest.chain, d);
 		let present: string[];
@@ -236,7 +242,7 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 			continue;
 		}
 		for (const name of present) {
-			if (keep.has(join(dir, name))) continue;
+			if (keep.has(join(dir, name)) || name === LOG_DIR || lake.retains(join(dir, name))) continue;
 			await rm(join(dir, name), { force: true });
 			removed.push(join(d, name));
 			crashPoint("recover.file-removed");

@@ -53,7 +53,11 @@ data/<chain>/views.sql                                  DuckDB views, written by
   **decimal strings** (VARCHAR). DuckDB writes HUGEINT to Parquet as DOUBLE, losing precision,
   and DECIMAL stops at 38 digits, short of uint256's 78. Cast for arithmetic when exactness is
   not needed (\`value::DOUBLE\`), or \`value::HUGEINT\` for values below 2^127.
-- Block numbers, timestamps (unix seconds), gas, counts and indexes: unsigned integers.
+- Block numbers, timestamps (unix seconds), gas, counts and indexes: signed integers (BIGINT,
+  INTEGER, TINYINT), never unsigned ones: Delta Lake and Iceberg have none, and Spark reads
+  Parquet's UINT_64 as decimal(20,0), so every engine reads these columns the same way. The
+  proof-of-work \`nonce\` of blocks, a full 64-bit value, is DECIMAL(20,0) (a Parquet decimal).
+  Folders written with unsigned types are upgraded by \`npm run reindex\`.
 - \`id\`: \`{block_number:016x}-{tx_index:04x}-{ordinal:08x}\`, lowercase hex; unique, stable
   across runs, and sorts in chain order. The ordinal is the log index for logs, the frame's
   depth-first position in its transaction for traces, creations and self-destructs, and for

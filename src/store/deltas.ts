@@ -122,13 +122,13 @@ export const signedLimbSumsSql = (
  */
 export function deltasSql(moves: string, kind: HoldingKind): string {
 	const keys = ["address", ...HOLDING_KEYS[kind]].join(", ");
-	return `SELECT ${keys}, ${signedLimbSumsSql("sign", "value", "BIGINT")}, min(block_number) AS first_block, max(block_number) AS last_block, count(*)::BIGINT AS transfers FROM (${moves}) GROUP BY ${keys}`;
+	return `SELECT ${keys}, ${signedLimbSumsSql("sign", "value", "BIGINT")}, min(block_number)::BIGINT AS first_block, max(block_number)::BIGINT AS last_block, count(*)::BIGINT AS transfers FROM (${moves}) GROUP BY ${keys}`;
 }
 
 /** How merged runs fold delta files `src`: the sums of each holding. */
 export function mergeDeltasSql(src: string, kind: HoldingKind): string {
 	const keys = ["address", ...HOLDING_KEYS[kind]].join(", ");
-	return `SELECT ${keys}, ${LIMBS.map((l) => `sum(${l})::BIGINT AS ${l}`).join(", ")}, min(first_block) AS first_block, max(last_block) AS last_block, sum(transfers)::BIGINT AS transfers FROM ${src} GROUP BY ${keys}`;
+	return `SELECT ${keys}, ${LIMBS.map((l) => `sum(${l})::BIGINT AS ${l}`).join(", ")}, min(first_block)::BIGINT AS first_block, max(last_block)::BIGINT AS last_block, sum(transfers)::BIGINT AS transfers FROM ${src} GROUP BY ${keys}`;
 }
 
 /** The delta files' columns (for an empty relation where none is listed). */
@@ -136,7 +136,7 @@ export const deltaColumns = (kind: HoldingKind): Record<string, string> => ({
 	address: "VARCHAR",
 	...Object.fromEntries(HOLDING_KEYS[kind].map((k) => [k, "VARCHAR"])),
 	...Object.fromEntries(LIMBS.map((l) => [l, "BIGINT"])),
-	first_block: "UBIGINT",
-	last_block: "UBIGINT",
+	first_block: "BIGINT",
+	last_block: "BIGINT",
 	transfers: "BIGINT",
 });

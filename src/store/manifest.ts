@@ -5,8 +5,9 @@ import type { TraceFormat } from "../extract/extract-block.js";
 import type { DatasetName } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
 import { fsyncDir, fsyncFile } from "../util/fsync.js";
+import type { LakeSettings } from "./delta/lake-export.js";
 import type { IndexName } from "./indexes.js";
-import { manifestPath, partitionPath, type RangeId } from "./layout.js";
+import { chainDir, manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
 import type { RunEntry } from "./runs.js";
 import type { MetadataEntry } from "./token-metadata.js";
@@ -67,6 +68,8 @@ export interface Manifest {
 	metadata?: MetadataEntry[];
 	/** Rows (all datasets) from which a settled chunk is no longer merged (chunk-merges.ts); absent: COMPACT_ROWS. */
 	compact_rows?: number;
+	/** The Delta Lake export's settings (delta/lake-export.ts); absent fields take the defaults. */
+	lake?: Partial<LakeSettings>;
 }
 
 /** The generation the next save will have: what new files are named after. */
@@ -106,6 +109,7 @@ const KEY_ORDER = [
 	"generation",
 	"partition_size",
 	"compact_rows",
+	"lake",
 	"final_through",
 	"chunks",
 	"runs",
@@ -136,7 +140,27 @@ export async function saveManifest(dataDir: string, m: Manifest): Promise<void> 
 	// and are rewritten under the same generation, never a listed one's.
 	m.generation = generation;
 	crashPoint("manifest.saved");
+	await exportLake(dataDir, m);
 }
+
+/**
+ * The Delta Lake logs follow every save (delta/lake-export.ts). A failed export does not undo
+ * the save: the next save (or writer start) exports the state again, and until then every file
+ * the logs still list stays on disk. Imported when first needed: the exporter imports this module.
+ */
+async function exportLake(dataDir: string, m: Manifest): Promise<void> {
+	const { lakeExporter } = await import("./delta/lake-export.js");
+	try {
+		await lakeExporter(chainDir(dataDir, m.chain)).export(m);
+		lastExportProblem = null;
+	} catch (err) {
+		const problem = (err as Error).message;
+		if (problem !== lastExportProblem)
+			process.emitWarning(`Delta Lake export of ${m.chain} failed (retried at the next save): ${problem}`);
+		lastExportProblem = problem;
+	}
+}
+let lastExportProblem: string | null = null;
 
 /** The parts of [from, to] that no chunk covers yet. */
 export function missingRanges(m: Manifest, from: number, to: number): [number, number][] {

@@ -60,6 +60,11 @@ export interface ParquetWriter {
 	blockHashes(files: string[]): Promise<string[]>;
 	/** Writes index `index` of a chunk from its dataset files (`fileOf`; see indexes.ts); returns the row count. */
 	derive(index: IndexName, fileOf: (d: DatasetName) => string, path: string): Promise<number>;
+	/**
+	 * Writes the rows of `query` (a SELECT of the caller's own text, with its ORDER BY) to `path` with
+	 * COPY `options` (parquetCopyOptions, indexCopyOptions), atomically; returns the row count.
+	 */
+	copy(query: string, path: string, options: string): Promise<number>;
 	close(): void;
 }
 
@@ -89,7 +94,7 @@ export function parquetCopyOptions(rows: number): string {
  * (BENCHMARKS.md); `address` itself repeats enough to stay dictionary-encoded, with a bloom filter.
  */
 export const INDEX_ROW_GROUP_SIZE = 16_384;
-const indexCopyOptions = (index: IndexName) =>
+export const indexCopyOptions = (index: IndexName) =>
 	`FORMAT parquet, COMPRESSION ${quote(PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEXES[index].rowGroupSize}`;
 
 /**
@@ -190,6 +195,15 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			);
 			await fsyncFile(tmp);
 			crashPoint("parquet.derive.tmp-written");
+			await rename(tmp, path);
+			await fsyncDir(dirname(path));
+			return Number(copied.getRows()[0]?.[0] ?? 0);
+		},
+		async copy(query, path, options) {
+			await mkdirDurably(dirname(path));
+			const tmp = `${path}.tmp`;
+			const copied = await conn.runAndReadAll(`COPY (${query}) TO ${quote(tmp)} (${options})`);
+			await fsyncFile(tmp);
 			await rename(tmp, path);
 			await fsyncDir(dirname(path));
 			return Number(copied.getRows()[0]?.[0] ?? 0);

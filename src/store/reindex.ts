@@ -1,4 +1,6 @@
 import { deriveIndexes } from "./chunk-store.js";
+import type { LakeSettings } from "./delta/lake-export.js";
+import { applyLakeFlags } from "./delta/lake-flags.js";
 import { writtenWith } from "./indexes.js";
 import { filterPath } from "./key-filter.js";
 import { chainDir, partitionPath } from "./layout.js";
@@ -8,12 +10,14 @@ import { loadManifest, saveManifest } from "./manifest.js";
 import { deleteNow, mergeAll } from "./merges.js";
 import { createParquetWriter } from "./parquet-writer.js";
 import { createRetireLater } from "./retire-later.js";
+import { upgradeTypes } from "./upgrade-types.js";
 import { checkRuns } from "./verify-runs.js";
 
 /**
- * Writes the index files a chain's chunks lack (data written before indexes existed, or with
- * new index kinds), committing each chunk's in the manifest as it goes, so an interrupted run
- * resumes. Takes the chain's write lock: no backfill or follower may run meanwhile.
+ * Rewrites the files written with unsigned integer types (upgrade-types.ts), then writes the
+ * index files a chain's chunks lack (data written before indexes existed, or with new index
+ * kinds), committing each entry in the manifest as it goes, so an interrupted run resumes. Takes
+ * the chain's write lock: no backfill or follower may run meanwhile.
  */
 export async function reindexChain(
 	dataDir: string,
@@ -21,12 +25,17 @@ export async function reindexChain(
 	onChunk?: (from: number, to: number) => void,
 	/** Rows from which settled chunks are no longer merged (chunk-merges.ts); kept in the manifest. */
 	compactRows?: number,
+	/** Called for each manifest entry whose files got signed types (what it is, e.g. "blocks 0..999"). */
+	onUpgrade?: (what: string) => void,
+	/** The Delta Lake export's settings given (delta/lake-flags.ts); kept in the manifest. */
+	lake: Partial<LakeSettings> = {},
 ): Promise<number> {
 	const release = await acquireWriteLock(chainDir(dataDir, chain.id));
 	const writer = await createParquetWriter();
 	let done = 0;
 	try {
 		const manifest = await loadManifest(dataDir, chain.id, chain.number);
+		if (applyLakeFlags(manifest, lake)) await saveManifest(dataDir, manifest);
 		// Damaged merged runs (npm run verify names them): unlisted, so their chunks' index files
 		// are written again from the datasets below and merged anew.
 		const damaged = await checkRuns(dataDir, manifest);
@@ -47,6 +56,19 @@ export async function reindexChain(
 			manifest.compact_rows = compactRows;
 			await saveManifest(dataDir, manifest);
 		}
+		// The files they replace go after the grace period, or at the next writer's start if this run ends first.
+		const retired = createRetireLater(chainDir(dataDir, chain.id));
+		// Signed types first: the indexes and merges below read these files, and keep their types.
+		await upgradeTypes(
+			writer,
+			dataDir,
+			manifest,
+			async (files) => {
+				retired.retire(files);
+				await retired.sweep();
+			},
+			onUpgrade,
+		);
 		for (const c of manifest.chunks) {
 			const wanted = writtenWith(c.datasets).filter((i) => !isIndexed(manifest, i, c));
 			if (wanted.length === 0) continue;
@@ -55,9 +77,7 @@ export async function reindexChain(
 			onChunk?.(c.from, c.to);
 			done++;
 		}
-		// Then the merged runs and chunks (merges.ts); the files they replace go after the grace period, or at
-		// the next writer's start if this run ends first.
-		const retired = createRetireLater();
+		// Then the merged runs and chunks (merges.ts).
 		await mergeAll(writer, dataDir, manifest, async (files) => {
 			retired.retire(files);
 			await retired.sweep();

@@ -1,4 +1,5 @@
 import { rm } from "node:fs/promises";
+import { lakeExporter } from "./delta/lake-export.js";
 
 /** How long a file that left the manifest stays on disk for API requests that began before. */
 export const RETIRE_GRACE_MS = 30_000;
@@ -9,7 +10,9 @@ export const RETIRE_GRACE_MS = 30_000;
  * still waiting when the writer ends is removed by the next writer's start-up cleanup
  * (removeUnlisted). The follower keeps its own timers (it runs for good).
  */
-export function createRetireLater(graceMs = RETIRE_GRACE_MS) {
+export function createRetireLater(chainDir: string, graceMs = RETIRE_GRACE_MS) {
+	// Files the Delta logs removed within their retention are the vacuum's to delete (delta/lake-export.ts).
+	const lake = lakeExporter(chainDir);
 	const waiting: { at: number; files: string[] }[] = [];
 	return {
 		retire(files: string[]) {
@@ -17,7 +20,7 @@ export function createRetireLater(graceMs = RETIRE_GRACE_MS) {
 		},
 		async sweep(now = Date.now()) {
 			while (waiting[0] && now - waiting[0].at >= graceMs) {
-				for (const f of waiting.shift()?.files ?? []) await rm(f, { force: true });
+				for (const f of waiting.shift()?.files ?? []) if (!lake.retains(f)) await rm(f, { force: true });
 			}
 		},
 	};

@@ -43,7 +43,7 @@ export const METADATA_TABLES = {
 		doc: "each ERC-721 and ERC-1155 token id first moved in the file's blocks, with its `tokenURI` (ERC-721) or `uri` (ERC-1155) when the file was written; null where the call reverted (a burnt token)",
 	},
 	opening_balances: {
-		columns: { address: "VARCHAR", balance: "VARCHAR", read_at: "UBIGINT" },
+		columns: { address: "VARCHAR", balance: "VARCHAR", read_at: "BIGINT" },
 		order: "address",
 		doc: "each account that first paid (sent value or gas) in the file's blocks, with its native balance at block 0 (`read_at`), decimal wei: the genesis allocation the native balances start from (only where the lake starts at block 0; null where the node has no state that old)",
 	},

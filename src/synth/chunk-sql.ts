@@ -47,15 +47,15 @@ SELECT b, i, k,
 	h32('tx', k) AS tx_hash,
 	account(u(k, 'from')) AS from_address,
 	CASE WHEN u(k, 'to_kind') < 0.7 THEN contract(u(k, 'to')) ELSE account(u(k, 'to')) END AS to_address,
-	CASE WHEN u(k, 'has_value') < 0.4 THEN (hash(k, 'value') % 1000000000000000000)::UBIGINT + 1 ELSE 0 END AS value,
+	CASE WHEN u(k, 'has_value') < 0.4 THEN (hash(k, 'value') % 1000000000000000000)::BIGINT + 1 ELSE 0 END AS value,
 	(hash(k, 'n_logs') % 7)::INTEGER AS n_logs,
 	(hash(k, 'n_int') % 5)::INTEGER AS n_int,
 	(hash(k, 'create') % 200 = 0)::INTEGER AS creates,
 	(hash(k, 'destruct') % 20000 = 0)::INTEGER AS destructs,
-	21000 + (hash(k, 'gas') % 200000)::UBIGINT AS gas_used,
-	1000000000 + (hash(k, 'tip') % 3000000000)::UBIGINT AS tip,
+	21000 + (hash(k, 'gas') % 200000)::BIGINT AS gas_used,
+	1000000000 + (hash(k, 'tip') % 3000000000)::BIGINT AS tip,
 	coalesce(sum(hash(k, 'n_logs') % 7) OVER (PARTITION BY b ORDER BY i ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::INTEGER AS log_base,
-	sum(21000 + (hash(k, 'gas') % 200000)) OVER (PARTITION BY b ORDER BY i)::UBIGINT AS cumulative_gas_used
+	sum(21000 + (hash(k, 'gas') % 200000)) OVER (PARTITION BY b ORDER BY i)::BIGINT AS cumulative_gas_used
 FROM k;
 
 CREATE OR REPLACE TEMP TABLE s_log AS
@@ -64,8 +64,8 @@ SELECT *, log_base + j AS log_index, u(hash(k, j), 'kind') AS kind,
 	CASE WHEN u(hash(k, j), 'own') < 0.5 THEN from_address ELSE account(u(hash(k, j), 'sender')) END AS sender,
 	account(u(hash(k, j), 'recipient')) AS recipient,
 	contract(u(hash(k, j), 'token')) AS token,
-	(hash(k, j, 'amount') % 100000000000000000000)::UBIGINT AS amount,
-	(hash(k, j, 'token_id') % 100000)::UBIGINT AS token_id
+	(hash(k, j, 'amount') % 100000000000000000000)::HUGEINT AS amount,
+	(hash(k, j, 'token_id') % 100000)::BIGINT AS token_id
 FROM l;
 `;
 }

@@ -25,6 +25,8 @@ export const CRASH_POINTS = [
 	// store/manifest.ts
 	"manifest.tmp-written", // _manifest.json.tmp complete, not yet renamed over _manifest.json
 	"manifest.saved", // the new manifest in place (the commit), the caller not yet told
+	// store/delta/delta-log.ts
+	"delta.committed", // one table's Delta commit for a save written, the other tables' not yet
 	// backfill/backfill.ts
 	"backfill.chunk-fetched", // a chunk's rows in memory (the next chunk's fetch started), nothing written
 	"backfill.chunk-committed", // a chunk listed in the manifest, the next chunk's fetch in flight

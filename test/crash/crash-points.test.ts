@@ -12,6 +12,7 @@ import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { runScript, spawnScript } from "../helpers/cli.js";
 import { datasetRows, fileHashes } from "../helpers/compare.js";
+import { checkDeltaLogs } from "../helpers/delta.js";
 import { nodeCall, sendMined } from "../helpers/node-rpc.js";
 import { folderState, readListed } from "./folder.js";
 import { seededRandom } from "./seeded.js";
@@ -147,6 +148,7 @@ const BACKFILL_SEQUENCE: At[] = [
 	"metadata.written", // chunk 0 committed, block 0's token metadata files written, unlisted
 	"metadata.committed", // the restart writes them again and lists them
 	"manifest.saved:2", // chunks 1 and 2 committed
+	"delta.committed:3", // chunk 3 saved, one table's Delta commit for it written, the others not yet
 	"backfill.chunk-committed:3", // chunks 2..4 committed, chunk 5 being fetched
 ];
 
@@ -247,6 +249,7 @@ async function finishAndCompare(dir: string, cleanName: string) {
 	expect(await exited, stderr).toBe(0);
 	expect(storedHead(dir), stderr).toBe(head);
 	assertTidy(join(dir, CHAIN_ID));
+	expect((await checkDeltaLogs(dir, CHAIN)).problems).toEqual([]);
 
 	const clean = join(root, cleanName);
 	await backfillInto(clean, anvil.url, CHAIN, { traces: "auto", partitionSize: 4 });
@@ -304,6 +307,7 @@ describe.concurrent("crash at every point, restart", () => {
 		expect(done.code, done.stderr).toBe(0);
 		assertTidy(join(dir, CHAIN_ID));
 		expect(fileHashes(join(dir, CHAIN_ID))).toEqual(expected);
+		expect((await checkDeltaLogs(dir, CHAIN)).problems).toEqual([]);
 		const [got, want] = await Promise.all([datasetRows(dir, CHAIN), datasetRows(clean, CHAIN)]);
 		for (const d of Object.keys(want)) expect(got[d], d).toEqual(want[d]);
 	}, 300_000);

@@ -37,18 +37,51 @@ export function folderState(chainDir: string) {
 				.map((e) => relative(chainDir, join(e.parentPath, e.name)))
 		: [];
 	const present = new Set(files);
+	const retained = deltaRetained(chainDir);
 	return {
 		manifest: m,
 		listed: [...listed],
 		tmp: files.filter((f) => f.endsWith(".tmp")),
+		// Files a Delta log still lists, or removed within its retention, are kept for outside
+		// readers (src/store/delta/); the logs themselves are no data files.
 		unlisted: files.filter(
-			(f) => f !== "_manifest.json" && f !== "_manifest.prev.json" && f !== "_lock" && !listed.has(f),
+			(f) =>
+				f !== "_manifest.json" &&
+				f !== "_manifest.prev.json" &&
+				f !== "_lock" &&
+				!listed.has(f) &&
+				!f.includes("/_delta_log/") &&
+				!retained.has(f),
 		),
 		missing: [...listed].filter((f) => !present.has(f)),
 		// A pid in `_lock` (kept, emptied on release): a run holds the lock, or one died holding it.
 		locked: present.has("_lock") && readFileSync(join(chainDir, "_lock"), "utf8") !== "",
 		storedHead: Math.max(-1, ...(m?.chunks ?? []).map((c) => c.to)),
 	};
+}
+
+/**
+ * The files the chain's Delta logs name (added, or removed and not yet vacuumed), replayed from
+ * the JSON commits (the tests never age a log past its retention, so commit 0 is always there).
+ */
+function deltaRetained(chainDir: string): Set<string> {
+	const out = new Set<string>();
+	if (!existsSync(chainDir)) return out;
+	for (const table of readdirSync(chainDir)) {
+		const log = join(chainDir, table, "_delta_log");
+		if (!existsSync(log)) continue;
+		const named = new Set<string>();
+		for (const c of readdirSync(log)
+			.filter((n) => /^\d{20}\.json$/.test(n))
+			.sort())
+			for (const line of readFileSync(join(log, c), "utf8").split("\n").filter(Boolean)) {
+				const a = JSON.parse(line) as { add?: { path: string }; remove?: { path: string } };
+				const path = a.add?.path ?? a.remove?.path;
+				if (path) named.add(decodeURIComponent(path));
+			}
+		for (const n of named) out.add(join(table, n));
+	}
+	return out;
 }
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;

@@ -135,10 +135,19 @@ describe("compaction on the follower", () => {
 			store.close();
 		}
 
-		// The replaced one-block index files are unlisted now: the next start's clean-up deletes them.
+		// The replaced one-block index files are unlisted now; the Delta logs removed them, so the
+		// next start's clean-up keeps them for the retention (outside readers may be on them)...
 		await follower.stop();
 		const leftovers = await Promise.all(Object.keys(INDEX_SIDES).map((i) => oneBlockFiles(i, [4, 5, 6, 7])));
-		const removed = await removeUnlisted(root, await loadManifest(root, CHAIN_ID, CHAIN));
+		expect(leftovers.flat().length).toBe(8);
+		const saved = await loadManifest(root, CHAIN_ID, CHAIN);
+		expect((await removeUnlisted(root, saved)).filter((f) => f.includes("_by_address") && f.endsWith(".parquet"))).toEqual(
+			[],
+		);
+		for (const f of leftovers.flat()) expect(existsSync(f), f).toBe(true);
+		// ...and without the export, nothing keeps them: it deletes them.
+		saved.lake = { delta: false };
+		const removed = await removeUnlisted(root, saved);
 		expect(removed.filter((f) => f.includes("_by_address") && f.endsWith(".parquet")).sort()).toEqual(
 			leftovers
 				.flat()

@@ -74,10 +74,10 @@ describe("index files of a backfilled chain", () => {
 			expect([...(c.indexes ?? [])].sort(), `${c.from}..${c.to}`).toEqual(BOTH);
 			for (const i of BOTH) expect(existsSync(indexFile(dataDir, i, c)), `${i} ${c.from}`).toBe(true);
 		}
-		// Nothing else sits in the index folders: each file and its key filter.
+		// Nothing else sits in the index folders: each file and its key filter (and the Delta log).
 		for (const i of BOTH) {
 			const names = manifest.chunks.map((c) => indexFile(dataDir, i, c).split("/").at(-1) as string);
-			expect((await readdir(join(dataDir, CHAIN_ID, i))).sort()).toEqual(
+			expect((await readdir(join(dataDir, CHAIN_ID, i))).filter((n) => n !== "_delta_log").sort()).toEqual(
 				names.flatMap((n) => [n, `${n}.filter`]).sort(),
 			);
 		}
@@ -206,20 +206,27 @@ describe("index files and the chunk store", () => {
 		await copyFile(indexFile(copy, "transfers_by_address", first), stray);
 		delete dropped.indexes;
 		const removed = await removeUnlisted(copy, m);
+		// The dropped chunk's index files were in the Delta logs: removed from them now, they stay
+		// on disk for the retention (outside readers may be on them); their key filters, which no
+		// log lists, go. The stray file was never listed anywhere: it goes.
 		expect(removed.sort()).toEqual(
 			[
 				join("transfers_by_address", stray.split("/").at(-1) as string),
-				...BOTH.flatMap((i) => {
-					const name = join(i, indexFile(copy, i, dropped).split("/").at(-1) as string);
-					return [name, `${name}.filter`];
-				}),
+				...BOTH.map((i) => `${join(i, indexFile(copy, i, dropped).split("/").at(-1) as string)}.filter`),
 			].sort(),
 		);
 		expect(existsSync(stray)).toBe(false);
 		for (const c of m.chunks) {
-			for (const i of BOTH) expect(existsSync(indexFile(copy, i, c)), `${i} ${c.from}`).toBe(c !== dropped);
+			for (const i of BOTH) expect(existsSync(indexFile(copy, i, c)), `${i} ${c.from}`).toBe(true);
 			for (const d of c.datasets) expect(existsSync(partitionPath(copy, CHAIN_ID, d, c)), `${d} ${c.from}`).toBe(true);
 		}
+		// Without the Delta export, nothing keeps them: they go at once.
+		m.lake = { delta: false };
+		const again = await removeUnlisted(copy, m);
+		expect(again.sort()).toEqual(
+			BOTH.map((i) => join(i, indexFile(copy, i, dropped).split("/").at(-1) as string)).sort(),
+		);
+		for (const i of BOTH) expect(existsSync(indexFile(copy, i, dropped))).toBe(false);
 	});
 
 	it("replaceChunks returns the removed chunks' index files with their dataset files", async () => {

@@ -1,0 +1,212 @@
+import { existsSync } from "node:fs";
+import { copyFile, rename } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { DatasetName } from "../extract/rows.js";
+import { fsyncDir, fsyncFile } from "../util/fsync.js";
+import { INDEXES, type IndexDef, type IndexName } from "./indexes.js";
+import { filterPath } from "./key-filter.js";
+import { partitionPath, type RangeId } from "./layout.js";
+import { type ChunkEntry, GHOST_DATASET, type Manifest, nextGeneration, saveManifest } from "./manifest.js";
+import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "./parquet-writer.js";
+import { NONCE } from "./schema.js";
+import { METADATA_TABLE_NAMES, METADATA_TABLES } from "./token-metadata.js";
+
+/*
+ * Folders written before the stored integers became signed (schema.ts) hold UBIGINT, UINTEGER
+ * and UTINYINT columns (and lists and structs of them), which Delta Lake, Iceberg and Spark do
+ * not read as DuckDB wrote them. `npm run reindex` rewrites every listed file that has one, with
+ * each unsigned type replaced by its signed equivalent and the blocks' proof-of-work `nonce` as
+ * DECIMAL(20,0), in the same sort order, row groups, bloom filters and key filters as written.
+ *
+ * Files are never overwritten: their names carry the generation that first listed them
+ * (layout.ts), so all the files of one manifest entry (a chunk's datasets and indexes, a run, a
+ * ghost file, a metadata set) are written under the next generation, the entry takes it, and
+ * one save commits them; the old files are the caller's to retire once no reader needs them.
+ * One save per entry: an interrupted upgrade resumes with the entries still unsigned.
+ */
+
+const UNSIGNED = /\bU(BIGINT|INTEGER|SMALLINT|TINYINT)\b/g;
+/** Whether a DuckDB type (a list's or a struct's included) has an unsigned integer in it. */
+export const hasUnsigned = (type: string): boolean => new RegExp(UNSIGNED.source).test(type);
+/** The type with every unsigned integer in it replaced by the signed one of the same width. */
+export const signedType = (type: string): string => type.replace(UNSIGNED, "$1");
+
+/** One file to rewrite: its sort order, its COPY options, and whether it holds block rows (the nonce). */
+interface FileOf {
+	from: string;
+	to: string;
+	order: string;
+	options: (rows: number) => string;
+	blocks: boolean;
+	/** It has a key filter beside it (index files): copied to the new name. */
+	filter: boolean;
+}
+
+const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
+const ident = (s: string) => `"${s.replaceAll('"', '""')}"`;
+
+/** The columns of a Parquet file, with their DuckDB types. */
+async function columnsOf(writer: ParquetWriter, path: string): Promise<[string, string][]> {
+	const rows = await writer.select(`DESCRIBE SELECT * FROM read_parquet(${quote(path)})`);
+	return rows.map((r) => [String(r.column_name), String(r.column_type)]);
+}
+
+/** The type a column gets: signed, and the blocks' nonce DECIMAL(20,0). */
+const upgraded = (f: FileOf, name: string, type: string) => (f.blocks && name === "nonce" ? NONCE : signedType(type));
+
+const stale = (f: FileOf, columns: [string, string][]) => columns.some(([c, t]) => upgraded(f, c, t) !== t);
+
+/** Copies a file under a temporary name, synced, then renamed into place. */
+async function copyDurably(from: string, to: string): Promise<void> {
+	await copyFile(from, `${to}.tmp`);
+	await fsyncFile(`${to}.tmp`);
+	await rename(`${to}.tmp`, to);
+	await fsyncDir(dirname(to));
+}
+
+/** Writes `f.from` at `f.to` with its types upgraded (an already signed file is copied as it is). */
+async function rewrite(writer: ParquetWriter, f: FileOf): Promise<void> {
+	const columns = await columnsOf(writer, f.from);
+	if (!stale(f, columns)) await copyDurably(f.from, f.to);
+	else {
+		const [counted] = await writer.select(`SELECT count(*)::BIGINT AS n FROM read_parquet(${quote(f.from)})`);
+		const rows = Number(counted?.n ?? 0);
+		const select = columns
+			.map(([c, t]) => {
+				const type = upgraded(f, c, t);
+				return type === t ? ident(c) : `CAST(${ident(c)} AS ${type}) AS ${ident(c)}`;
+			})
+			.join(", ");
+		await writer.copy(
+			`SELECT ${select} FROM read_parquet(${quote(f.from)}) ORDER BY ${f.order}`,
+			f.to,
+			f.options(rows),
+		);
+	}
+	// Key filters hold the keys only, which a rewrite keeps (index files before filters have none).
+	if (f.filter && existsSync(filterPath(f.from))) await copyDurably(filterPath(f.from), filterPath(f.to));
+}
+
+const ofDataset = (dataDir: string, chain: string, d: DatasetName, from: RangeId, to: RangeId): FileOf => ({
+	from: partitionPath(dataDir, chain, d, from),
+	to: partitionPath(dataDir, chain, d, to),
+	order: orderOf(d),
+	options: parquetCopyOptions,
+	blocks: d === "blocks",
+	filter: false,
+});
+
+const ofIndex = (dataDir: string, chain: string, i: IndexName, from: RangeId, to: RangeId): FileOf => {
+	const def: IndexDef = INDEXES[i];
+	return {
+		from: partitionPath(dataDir, chain, i, from),
+		to: partitionPath(dataDir, chain, i, to),
+		order: orderOf(i),
+		options: () => indexCopyOptions(i),
+		// An index of blocks rows (blocks_by_hash) has their nonce.
+		blocks: def.source === "blocks" && def.columns === undefined,
+		filter: true,
+	};
+};
+
+/** A manifest entry's files, read from its names at `gen` (now) and written at `to` (the new generation). */
+type Entry = { files: (to: RangeId) => FileOf[]; range: RangeId; commit: (gen: number) => void; what: string };
+
+function entriesOf(dataDir: string, m: Manifest): Entry[] {
+	const chain = m.chain;
+	const chunk = (c: ChunkEntry): Entry => ({
+		range: c,
+		files: (to) => [
+			...c.datasets.map((d) => ofDataset(dataDir, chain, d, c, to)),
+			...(c.indexes ?? []).map((i) => ofIndex(dataDir, chain, i, c, to)),
+		],
+		commit: (gen) => {
+			c.gen = gen;
+		},
+		what: `blocks ${c.from}..${c.to}`,
+	});
+	return [
+		...m.chunks.map(chunk),
+		...(m.runs ?? []).map(
+			(r): Entry => ({
+				range: r,
+				files: (to) => [ofIndex(dataDir, chain, r.index, r, to)],
+				commit: (gen) => {
+					r.gen = gen;
+				},
+				what: `run ${r.index} ${r.from}..${r.to}`,
+			}),
+		),
+		...(m.ghosts ?? []).map(
+			(g): Entry => ({
+				range: g,
+				files: (to) => [
+					{
+						from: partitionPath(dataDir, chain, GHOST_DATASET, g),
+						to: partitionPath(dataDir, chain, GHOST_DATASET, to),
+						order: orderOf("blocks"),
+						options: parquetCopyOptions,
+						blocks: true,
+						filter: false,
+					},
+				],
+				commit: (gen) => {
+					g.gen = gen;
+				},
+				what: `ghost blocks ${g.from}..${g.to}`,
+			}),
+		),
+		...(m.metadata ?? []).map(
+			(e): Entry => ({
+				range: e,
+				files: (to) =>
+					METADATA_TABLE_NAMES.map((t) => ({
+						from: partitionPath(dataDir, chain, t, e),
+						to: partitionPath(dataDir, chain, t, to),
+						order: METADATA_TABLES[t].order,
+						options: parquetCopyOptions,
+						blocks: false,
+						filter: false,
+					})),
+				commit: (gen) => {
+					e.gen = gen;
+				},
+				what: `token metadata ${e.from}..${e.to}`,
+			}),
+		),
+	];
+}
+
+/** Whether any file of the entry still has an unsigned type (or a nonce not DECIMAL(20,0)). */
+async function entryStale(writer: ParquetWriter, files: FileOf[]): Promise<boolean> {
+	for (const f of files) if (stale(f, await columnsOf(writer, f.from))) return true;
+	return false;
+}
+
+/**
+ * Rewrites, entry by entry, every listed file with an unsigned integer type (see the module
+ * comment), one manifest save per entry; `retire` gets each save's unlisted files. Returns the
+ * entries rewritten. The caller holds the chain's write lock.
+ */
+export async function upgradeTypes(
+	writer: ParquetWriter,
+	dataDir: string,
+	m: Manifest,
+	retire: (files: string[]) => void | Promise<void>,
+	onEntry?: (what: string) => void,
+): Promise<number> {
+	let done = 0;
+	for (const entry of entriesOf(dataDir, m)) {
+		const current = entry.files(entry.range);
+		if (!(await entryStale(writer, current))) continue;
+		const gen = nextGeneration(m);
+		const files = entry.files({ ...entry.range, gen });
+		for (const f of files) await rewrite(writer, f);
+		entry.commit(gen);
+		await saveManifest(dataDir, m);
+		await retire(files.flatMap((f) => (f.filter ? [f.from, filterPath(f.from)] : [f.from])));
+		onEntry?.(entry.what);
+		done++;
+	}
+	return done;
+}

@@ -1,0 +1,187 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readTable, writeCommit } from "../../src/store/delta/delta-log.js";
+import { deltaType, UnsupportedTypeError } from "../../src/store/delta/delta-types.js";
+import { lakeExporter } from "../../src/store/delta/lake-export.js";
+import { lakeFlags } from "../../src/store/delta/lake-flags.js";
+import { chainDir } from "../../src/store/layout.js";
+import { loadManifest } from "../../src/store/manifest.js";
+import { SETTLE_DEPTH } from "../../src/store/runs.js";
+import { generateActivity } from "../../src/workload/activity.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload } from "../../src/workload/run.js";
+import { backfillInto } from "../helpers/anvil-chain.js";
+import { checkDeltaLogs } from "../helpers/delta.js";
+import { nodeCall } from "../helpers/node-rpc.js";
+
+/**
+ * The Delta Lake logs against PROTOCOL.md and the manifest, read by a checker of our own
+ * (test/helpers/delta.ts): required fields, no version gaps, checkpoints equal to the replayed
+ * log, statistics equal to each file's true ones, every table listing exactly the API's files.
+ * Then the exporter's own promises: idempotent, commits never overwritten, merges recorded as
+ * `dataChange: false`, removed files kept for the retention and then vacuumed (and recorded),
+ * and the final-only option. (ClickHouse reading the same logs: test/engines, opt-in.)
+ */
+const CHAIN = 31337;
+const CHAIN_ID = `eip155-${CHAIN}`;
+let anvil: AnvilInstance;
+let root: string;
+let dataDir: string;
+
+const commits = (table: string) =>
+	readdirSync(join(chainDir(dataDir, CHAIN_ID), table, "_delta_log"))
+		.filter((n) => /^\d{20}\.json$/.test(n))
+		.sort();
+const actionsOf = (table: string, name: string) =>
+	readFileSync(join(chainDir(dataDir, CHAIN_ID), table, "_delta_log", name), "utf8")
+		.split("\n")
+		.filter(Boolean)
+		.map((l) => JSON.parse(l) as Record<string, Record<string, unknown>>);
+const allCommits = () =>
+	readdirSync(chainDir(dataDir, CHAIN_ID)).flatMap((t) => {
+		const log = join(chainDir(dataDir, CHAIN_ID), t, "_delta_log");
+		return existsSync(log) ? readdirSync(log).map((n) => join(t, n)) : [];
+	});
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	const workload = await runWorkload({ rpcUrl: anvil.url });
+	await generateActivity({ rpcUrl: anvil.url, contracts: workload.contracts, blocks: 8, txsPerBlock: 4 });
+	await nodeCall(anvil.url, "anvil_mine", ["0x46"]);
+	root = await mkdtemp(join(tmpdir(), "chainlake-delta-"));
+	dataDir = join(root, "data");
+	await backfillInto(dataDir, anvil.url, CHAIN, { partitionSize: 4, traces: "parity" });
+});
+
+afterAll(async () => {
+	await anvil?.stop();
+	if (root) await rm(root, { recursive: true, force: true });
+});
+
+describe("the Delta Lake logs of a backfilled chain", () => {
+	it("follow the protocol and list exactly the files the API reads, with exact statistics", async () => {
+		const checked = await checkDeltaLogs(dataDir, CHAIN);
+		expect(checked.problems).toEqual([]);
+		expect(Object.keys(checked.live)).toEqual(
+			expect.arrayContaining(["blocks", "transfers", "erc20_holders", "token_metadata"]),
+		);
+		// Versions past the interval have a checkpoint, named by _last_checkpoint.
+		const log = join(chainDir(dataDir, CHAIN_ID), "blocks", "_delta_log");
+		const last = JSON.parse(readFileSync(join(log, "_last_checkpoint"), "utf8")) as { version: number; size: number };
+		expect(last.version % 10).toBe(0);
+		expect(existsSync(join(log, `${String(last.version).padStart(20, "0")}.checkpoint.parquet`))).toBe(true);
+	});
+
+	it("record merges as remove + add with dataChange false, and keep the removed files on disk", async () => {
+		const optimize = commits("blocks")
+			.map((n) => actionsOf("blocks", n))
+			.filter((a) => a[0]?.commitInfo?.operation === "OPTIMIZE");
+		expect(optimize.length).toBeGreaterThan(0);
+		for (const actions of optimize) {
+			const changes = actions.filter((a) => "add" in a || "remove" in a);
+			expect(changes.some((a) => "remove" in a) && changes.some((a) => "add" in a)).toBe(true);
+			for (const a of changes) expect((a.add ?? a.remove)?.dataChange).toBe(false);
+		}
+		const { removed } = await checkDeltaLogs(dataDir, CHAIN);
+		const files = Object.values(removed).flat();
+		expect(files.length).toBeGreaterThan(0);
+		for (const f of files) expect(existsSync(f), f).toBe(true);
+	});
+
+	it("carry the manifest generation in a txn action, and export nothing twice", async () => {
+		const m = await loadManifest(dataDir, CHAIN_ID, CHAIN);
+		const newest = commits("blocks").at(-1) as string;
+		const txn = actionsOf("blocks", newest).find((a) => "txn" in a)?.txn;
+		expect(txn).toMatchObject({ appId: "chainlake" });
+		expect(Number(txn?.version)).toBeLessThanOrEqual(m.generation ?? 0);
+		const before = allCommits();
+		await lakeExporter(chainDir(dataDir, CHAIN_ID)).export(m);
+		expect(allCommits()).toEqual(before);
+	});
+
+	it("never overwrite a commit: a second writer of the same version is refused", async () => {
+		const dir = join(chainDir(dataDir, CHAIN_ID), "blocks");
+		const name = commits("blocks").at(-1) as string;
+		const text = readFileSync(join(dir, "_delta_log", name), "utf8");
+		expect(await writeCommit(dir, Number(name.slice(0, 20)), [{ commitInfo: { operation: "intruder" } }])).toBe(false);
+		expect(readFileSync(join(dir, "_delta_log", name), "utf8")).toBe(text);
+		expect(readdirSync(join(dir, "_delta_log")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+	});
+
+	it("export only final blocks when asked, and all of them again when not", async () => {
+		const m = await loadManifest(dataDir, CHAIN_ID, CHAIN);
+		const tip = Math.max(...m.chunks.map((c) => c.to));
+		const exporter = lakeExporter(chainDir(dataDir, CHAIN_ID));
+		m.lake = { ...m.lake, final_only: true };
+		await exporter.export(m);
+		const db = await DuckDBInstance.create(":memory:");
+		const conn = await db.connect();
+		try {
+			const state = await readTable(conn, join(chainDir(dataDir, CHAIN_ID), "blocks"));
+			const tops = [...state.adds.values()].map((a) => Number(a.tags.to));
+			expect(Math.max(...tops)).toBeLessThanOrEqual(tip - SETTLE_DEPTH);
+			expect(Math.max(...tops)).toBeGreaterThan(0);
+			m.lake = { ...m.lake, final_only: false };
+			await exporter.export(m);
+			expect((await checkDeltaLogs(dataDir, CHAIN)).problems).toEqual([]);
+		} finally {
+			conn.closeSync();
+			db.closeSync();
+		}
+	});
+
+	it("vacuum removed files once the retention has passed, recorded in the log", async () => {
+		const m = await loadManifest(dataDir, CHAIN_ID, CHAIN);
+		const { removed, live } = await checkDeltaLogs(dataDir, CHAIN);
+		const retained = Object.values(removed).flat();
+		expect(retained.length).toBeGreaterThan(0);
+		const retentionMs = (m.lake?.retention_minutes ?? 360) * 60_000;
+		// Just inside the retention: nothing goes.
+		await lakeExporter(chainDir(dataDir, CHAIN_ID)).export(m, Date.now() + retentionMs - 60_000);
+		for (const f of retained) expect(existsSync(f), f).toBe(true);
+		await lakeExporter(chainDir(dataDir, CHAIN_ID)).export(m, Date.now() + retentionMs + 1000);
+		for (const f of retained) expect(existsSync(f), f).toBe(false);
+		for (const f of Object.values(live).flat()) expect(existsSync(f), f).toBe(true);
+		const vacuums = commits("blocks").filter((n) => actionsOf("blocks", n)[0]?.commitInfo?.operation === "VACUUM END");
+		expect(vacuums.length).toBe(1);
+		expect((await checkDeltaLogs(dataDir, CHAIN)).problems).toEqual([]);
+	});
+});
+
+describe("Delta types and flags", () => {
+	it("maps the store's column types, and refuses unsigned ones with the way out", () => {
+		expect(deltaType('STRUCT("index" BIGINT, validator_index BIGINT, address VARCHAR, amount VARCHAR)[]')).toEqual({
+			type: "array",
+			containsNull: true,
+			elementType: {
+				type: "struct",
+				fields: [
+					{ name: "index", type: "long", nullable: true, metadata: {} },
+					{ name: "validator_index", type: "long", nullable: true, metadata: {} },
+					{ name: "address", type: "string", nullable: true, metadata: {} },
+					{ name: "amount", type: "string", nullable: true, metadata: {} },
+				],
+			},
+		});
+		expect(deltaType("DECIMAL(20,0)")).toBe("decimal(20,0)");
+		expect(deltaType("TINYINT")).toBe("byte");
+		expect(() => deltaType("UBIGINT")).toThrow(UnsupportedTypeError);
+		expect(() => deltaType("UBIGINT")).toThrow(/npm run reindex/);
+	});
+
+	it("parse the writers' flags, naming the flag to fix", () => {
+		expect(lakeFlags({})).toEqual({});
+		expect(lakeFlags({ delta: "off", "delta-retention-minutes": "90", "delta-final-only": "true" })).toEqual({
+			delta: false,
+			retention_minutes: 90,
+			final_only: true,
+		});
+		expect(() => lakeFlags({ delta: "yes" })).toThrow(/--delta must be on or off/);
+		expect(() => lakeFlags({ "delta-retention-minutes": "0" })).toThrow(/--delta-retention-minutes/);
+		expect(() => lakeFlags({ "delta-final-only": "1" })).toThrow(/--delta-final-only/);
+	});
+});
