@@ -141,9 +141,9 @@ describe("compaction on the follower", () => {
 		const leftovers = await Promise.all(Object.keys(INDEX_SIDES).map((i) => oneBlockFiles(i, [4, 5, 6, 7])));
 		expect(leftovers.flat().length).toBe(8);
 		const saved = await loadManifest(root, CHAIN_ID, CHAIN);
-		expect((await removeUnlisted(root, saved)).filter((f) => f.includes("_by_address") && f.endsWith(".parquet"))).toEqual(
-			[],
-		);
+		expect(
+			(await removeUnlisted(root, saved)).filter((f) => f.includes("_by_address") && f.endsWith(".parquet")),
+		).toEqual([]);
 		for (const f of leftovers.flat()) expect(existsSync(f), f).toBe(true);
 		// ...and without the export, nothing keeps them: it deletes them.
 		saved.lake = { delta: false };
