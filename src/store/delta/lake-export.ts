@@ -15,6 +15,7 @@ import {
 	apply,
 	CHECKPOINT_INTERVAL,
 	cleanLog,
+	commitName,
 	LOG_DIR,
 	type MetaDataAction,
 	readTable,
@@ -127,8 +128,8 @@ function createExporter(chainDir: string): LakeExporter {
 		const log = join(dir, LOG_DIR);
 		const fresh =
 			cached !== undefined &&
-			(cached.version < 0 ? !existsSync(log) : existsSync(join(log, commitFile(cached.version)))) &&
-			!existsSync(join(log, commitFile(cached.version + 1)));
+			(cached.version < 0 ? !existsSync(log) : existsSync(join(log, commitName(cached.version)))) &&
+			!existsSync(join(log, commitName(cached.version + 1)));
 		if (fresh) return cached;
 		const read = await readTable(conn, dir);
 		states.set(table, read);
@@ -143,11 +144,11 @@ function createExporter(chainDir: string): LakeExporter {
 		state.version++;
 		if (state.version > 0 && state.version % CHECKPOINT_INTERVAL === 0) {
 			await writeCheckpoint(conn, dir, state);
-			const keepMs = lakeRetentionMs;
-			await cleanLog(dir, state, keepMs);
+			await cleanLog(dir, state, retentionMs);
 		}
 	}
-	let lakeRetentionMs = DEFAULT_LAKE.retention_minutes * 60_000;
+	/** The retention of the export under way (set by `export`, read by the commits it makes). */
+	let retentionMs = DEFAULT_LAKE.retention_minutes * 60_000;
 
 	async function exportTable(
 		conn: DuckDBConnection,
@@ -275,8 +276,7 @@ function createExporter(chainDir: string): LakeExporter {
 				return;
 			}
 			const conn = await connection();
-			const retentionMs = Math.max(MIN_RETENTION_MINUTES, settings.retention_minutes) * 60_000;
-			lakeRetentionMs = retentionMs;
+			retentionMs = Math.max(MIN_RETENTION_MINUTES, settings.retention_minutes) * 60_000;
 			const live = liveFiles(m, settings);
 			for (const table of lakeTables()) {
 				await exportTable(conn, m, settings, table, live.get(table) ?? new Map(), now);
