@@ -1,4 +1,5 @@
 import type { FollowerStats } from "../follow/follower.js";
+import { lakeExportStatus } from "../store/manifest.js";
 
 /** Latency buckets in seconds: a point lookup should land in the first few. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -45,6 +46,11 @@ export function createMetrics() {
 			metric("chainlake_blocks_ingested_total", "counter", "Blocks appended by the follower.");
 			metric("chainlake_reorgs_total", "counter", "Reorgs applied by the follower.");
 			metric("chainlake_follow_faults_total", "counter", "Follower steps that failed or were refused (node faults).");
+			metric(
+				"chainlake_delta_export_failures_total",
+				"counter",
+				"Delta Lake log exports that failed (each retried at the next manifest save).",
+			);
 			metric("chainlake_rpc_requests_total", "counter", "RPC requests attempted (retries included).");
 			metric("chainlake_rpc_errors_total", "counter", "Failed RPC attempts, and answers found wrong, by kind.");
 			for (const [chain, f] of followers) {
@@ -55,6 +61,7 @@ export function createMetrics() {
 				out.push(`chainlake_blocks_ingested_total{chain="${chain}"} ${s.blocksIngested}`);
 				out.push(`chainlake_reorgs_total{chain="${chain}"} ${s.reorgs}`);
 				out.push(`chainlake_follow_faults_total{chain="${chain}"} ${s.faults}`);
+				out.push(`chainlake_delta_export_failures_total{chain="${chain}"} ${lakeExportStatus(chain)?.failures ?? 0}`);
 				out.push(`chainlake_rpc_requests_total{chain="${chain}"} ${s.node.attempts}`);
 				for (const [kind, n] of Object.entries(f.rpcErrors))
 					out.push(`chainlake_rpc_errors_total{chain="${chain}",kind="${label(kind)}"} ${n}`);

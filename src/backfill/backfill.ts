@@ -7,6 +7,7 @@ import { metadataSource } from "../rpc/token-reads.js";
 import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
 import type { LakeSettings } from "../store/delta/lake-export.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
+import { ranksStep } from "../store/holder-ranks.js";
 import { alignedChunks, chainDir } from "../store/layout.js";
 import { acquireWriteLock } from "../store/lock.js";
 import { loadManifest, type Manifest, missingRanges, saveManifest } from "../store/manifest.js";
@@ -226,6 +227,11 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 					chunkRows += n;
 				}
 				progress.advance(chunkTo - from + 1, chunkRows);
+			}
+			// The holder ranks once a run has written its chunks, not per chunk (store/holder-ranks.ts).
+			if (chunks.length > 0 && !opts.signal?.aborted) {
+				const gone = await ranksStep(writer, dataDir, manifest);
+				if (gone) retired.retire(gone);
 			}
 		} catch (err) {
 			failed = true;

@@ -16,6 +16,7 @@ import {
 } from "../store/chunk-store.js";
 import { type LakeSettings, lakeExporter } from "../store/delta/lake-export.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
+import { ranksDue, ranksStep } from "../store/holder-ranks.js";
 import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
 import { listedPaths } from "../store/listing.js";
 import { acquireWriteLock } from "../store/lock.js";
@@ -213,13 +214,16 @@ export function createFollower(opts: FollowerOptions) {
 	 */
 	function mergeInBackground(s: NonNullable<typeof state>) {
 		if (merging || stopping || Date.now() < mergeRetryAt) return;
-		if (!mergeDue(dataDir, s.manifest, metadata)) return;
+		if (!mergeDue(dataDir, s.manifest, metadata) && !ranksDue(dataDir, s.manifest)) return;
 		merging = (async () => {
 			const writer = await createParquetWriter();
 			try {
 				// One merge at a time, and none while the follower is behind: head lag comes first.
 				while (!stopping && caughtUp()) {
-					const gone = await mergeNext(writer, dataDir, s.manifest, exclusive, metadata);
+					// The holder ranks last, once every merge is done (store/holder-ranks.ts).
+					const gone =
+						(await mergeNext(writer, dataDir, s.manifest, exclusive, metadata)) ??
+						(await ranksStep(writer, dataDir, s.manifest, exclusive));
 					if (!gone) break;
 					retire(gone);
 				}

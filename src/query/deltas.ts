@@ -46,6 +46,11 @@ export interface DeltaQuery {
 	value: string;
 	/** As of this block (at most the head). */
 	n: number;
+	/**
+	 * Only the changes after this block (holder ranks, store/holder-ranks.ts, hold the balances up
+	 * to it; no index file may span it): the files and the tail after it are read, no others.
+	 */
+	since?: number;
 }
 
 /** The columns a holding of `q` is grouped by: what is not fixed by the query. */
@@ -66,14 +71,15 @@ export async function deltaSums(
 	if (!index) throw new Error(`no ${q.kind} index by ${q.by}`);
 	const group = groupOf(q);
 	const cols = group.join(", ");
-	const window: [number, number] = [0, q.n];
-	const params: Params = { v: q.value, n: q.n };
+	const since = q.since ?? -1;
+	const window: [number, number] = [since + 1, q.n];
+	const params: Params = { v: q.value, n: q.n, since };
 	const head = db.head() ?? q.n;
 	const straddling =
 		q.n < head
 			? await db.query(
-					`SELECT ${cols}, first_block FROM {${index}} WHERE ${q.by} = $v AND first_block <= $n AND last_block > $n`,
-					{ v: q.value, n: q.n },
+					`SELECT ${cols}, first_block FROM {${index}} WHERE ${q.by} = $v AND first_block > $since AND first_block <= $n AND last_block > $n`,
+					{ v: q.value, n: q.n, since },
 					window,
 					q.value,
 				)
@@ -82,7 +88,7 @@ export async function deltaSums(
 
 	const sums = LIMBS.map((l) => `sum(${l}) FILTER (WHERE last_block <= $n)::HUGEINT AS ${l}`).join(", ");
 	const ctes = [
-		`s AS (SELECT ${cols}, ${sums}, max(last_block) FILTER (WHERE last_block <= $n) AS seen FROM {${index}} WHERE ${q.by} = $v AND first_block <= $n GROUP BY ${cols})`,
+		`s AS (SELECT ${cols}, ${sums}, max(last_block) FILTER (WHERE last_block <= $n) AS seen FROM {${index}} WHERE ${q.by} = $v AND first_block > $since AND first_block <= $n GROUP BY ${cols})`,
 	];
 	const parts = ["SELECT * FROM s"];
 	// The moves of `q`'s holdings in the blocks `blocks` (SQL) within `[from, to]`, reading only
@@ -105,7 +111,7 @@ export async function deltaSums(
 	const summed = (from: string, join = "") =>
 		`SELECT ${group.map((c) => `x.${c}`).join(", ")}, ${signedLimbSumsSql("x.sign", "x.value", "HUGEINT")}, max(x.block_number) AS seen FROM ${from} x ${join} GROUP BY ${group.map((c) => `x.${c}`).join(", ")}`;
 
-	const tail = lacking(db, index, q.n);
+	const tail = lacking(db, index, q.n).filter(([, to]) => to > since);
 	if (tail.length > 0) {
 		ctes.push(`q AS (${summed(moves(inRanges(tail, params), [(tail[0] as [number, number])[0], q.n]))})`);
 		parts.push("SELECT * FROM q");

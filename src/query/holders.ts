@@ -1,4 +1,5 @@
-import { amountOfParts, normalizedPartsSql, PARTS, positiveSql } from "../store/amounts.js";
+import { amountOfParts, LIMBS, normalizedPartsSql, PARTS, positiveSql } from "../store/amounts.js";
+import { RANKS } from "../store/holder-ranks.js";
 import { deltaSums } from "./deltas.js";
 import type { Params, Snapshot } from "./store.js";
 
@@ -44,11 +45,31 @@ export async function tokenHolders(
 ): Promise<{ holders: Holder[]; hasMore: boolean; next?: HolderCursor }> {
 	const head = db.head();
 	if (head === null) return { holders: [], hasMore: false };
-	const q = await deltaSums(db, { kind: "erc20", by: "token", value: token, n: Math.min(at ?? head, head) });
+	const n = Math.min(at ?? head, head);
+	// From the holder ranks where they cover a prefix of the blocks (store/holder-ranks.ts).
+	const ranks = db.ranks();
+	const since = ranks && ranks.to <= n ? ranks.to : undefined;
+	const q = await deltaSums(db, { kind: "erc20", by: "token", value: token, n, since });
 	const params: Params = { ...q.params, zero: ZERO_ADDRESS, limit: page.limit + 1 };
 	const after = page.after ? afterSql(page.after, params) : "true";
+	const ctes = [...q.ctes];
+	if (since !== undefined) {
+		// The holdings unchanged since the ranks keep their order there: the next ones after the
+		// cursor, as many as a page plus the changed holdings (which may all sort before them),
+		// are the only unchanged ones that can be on the page. The changed ones are added up with
+		// their ranked balances. (`sums` is renamed: the page reads the total.)
+		const limbs = LIMBS.join(", ");
+		const last = ctes.pop() as string;
+		ctes.push(
+			last.replace(/^sums AS/, "later AS"),
+			`r AS (SELECT address, ${LIMBS.map((l) => `${l}::HUGEINT AS ${l}`).join(", ")}, last_block AS seen, ${PARTS.join(", ")}, rank FROM {${RANKS}} WHERE token = $v)`,
+			`base AS ((SELECT address, ${limbs}, seen FROM r WHERE ${after} ORDER BY rank LIMIT $limit + (SELECT count(*) FROM later))
+			  UNION (SELECT address, ${limbs}, seen FROM r WHERE address IN (SELECT address FROM later)))`,
+			`sums AS (SELECT address, ${LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ")}, max(seen) AS seen FROM (SELECT * FROM base UNION ALL BY NAME SELECT * FROM later) GROUP BY address)`,
+		);
+	}
 	const rows = await db.query(
-		`WITH ${q.ctes.join(", ")}, t AS (SELECT address, seen, ${normalizedPartsSql()} FROM sums)
+		`WITH ${ctes.join(", ")}, t AS (SELECT address, seen, ${normalizedPartsSql()} FROM sums)
 		 SELECT address, seen, ${ORDER.map((o) => `CAST(${o} AS VARCHAR) AS text_${o}`).join(", ")} FROM t
 		 WHERE address <> $zero AND ${positiveSql()} AND (${after})
 		 ORDER BY ${ORDER.map((o) => `${o} DESC`).join(", ")}, address ASC LIMIT $limit`,

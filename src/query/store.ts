@@ -8,6 +8,7 @@ import {
 	type DuckDBValue,
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
+import { RANK_COLUMNS, RANKS, type RankEntry, rankFiles, usableRanks } from "../store/holder-ranks.js";
 import { INDEXES, type IndexName } from "../store/indexes.js";
 import { type KeyFilter, loadKeyFilter } from "../store/key-filter.js";
 import { manifestPath } from "../store/layout.js";
@@ -103,6 +104,8 @@ export interface Snapshot {
 	query(sql: string, params?: Params, window?: readonly [number, number], key?: string): Promise<Row[]>;
 	/** Whether a chunk's rows of `index` can be read (its own index file, or a merged run). */
 	indexed(index: IndexName, chunk: ChunkEntry): boolean;
+	/** The holder ranks `{erc20_ranks}` reads, if usable with this snapshot's files (store/holder-ranks.ts). */
+	ranks(): RankEntry | null;
 	/** The chunks stored, in block order. */
 	chunks(): readonly ChunkEntry[];
 	/** Blocks per partition of the chain's writers (manifest `partition_size`), if recorded. */
@@ -286,6 +289,16 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 			// `{name@a-b}`: this relation's own block window (a part of a statement that reads
 			// fewer blocks than the rest, like a balance's unsettled tail).
 			const window = a === undefined ? queryWindow : ([Number(a), Number(b)] as const);
+			if (name === RANKS) {
+				// The holder ranks (store/holder-ranks.ts); callers ask snapshot.ranks() whether to use them.
+				const files = rankFiles(dataDir, manifest);
+				read.files += files.length;
+				read.paths?.push(...files);
+				if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
+				return `(SELECT ${Object.entries(RANK_COLUMNS)
+					.map(([c, type]) => `NULL::${type} AS "${c}"`)
+					.join(", ")} WHERE false)`;
+			}
 			if (name in METADATA_TABLES) {
 				const table = METADATA_TABLES[name as MetadataTable];
 				const files = metadataFiles(dataDir, manifest, name as MetadataTable);
@@ -464,6 +477,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				hasDataset: (dataset) => listedFiles(dataDir, manifest, dataset).length > 0,
 				query: (sql, params = {}, window, key) => run(manifest, sql, params, budget, window, key),
 				indexed: (index, chunk) => manifest !== null && isIndexed(manifest, index, chunk),
+				ranks: () => usableRanks(dataDir, manifest),
 				chunks: () => [...(manifest?.chunks ?? [])].sort((a, b) => a.from - b.from),
 				partitionSize: () => manifest?.partition_size,
 				// The manifest's last block: the head, without reading a file.

@@ -1,5 +1,6 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
 import { COMPACT_ROWS } from "./chunk-merges.js";
+import { RANK_COLUMNS, RANKS } from "./holder-ranks.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./indexes.js";
 import { BITS_PER_KEY } from "./key-filter.js";
 import { PARQUET_OPTIONS } from "./parquet-writer.js";
@@ -153,5 +154,18 @@ ${metadata.join("\n")}
 
 CHAINLAKE_TOKEN_URIS=0 leaves token URIs out (one node call per NFT id).
 `;
-	return `${INTRO}\n${indexSection}\n${metadataSection}\n${sections.join("\n")}`;
+	const ranksSection = `## Holder ranks
+
+One file (the manifest's \`ranks\`; \`${RANKS}/${RANKS}_<from>_<to>_g<gen>.parquet\`): every ERC-20
+holding's balance as of block \`<to>\`, the end of the longest prefix of the chain whose
+\`erc20_holders\` rows are all in index files, sorted by token and, per token, by balance
+(largest first, then address). Columns ${Object.entries(RANK_COLUMNS)
+		.map(([c, type]) => `\`${c}\` ${type}`)
+		.join(", ")}: the balance as limb sums \`d0\`..\`d8\` (as in the balance indexes), the same
+normalized into parts \`m0\`..\`m2\` worth 10^(27i) (exact; compare (m2, m1, m0) to order), the
+last block that changed it, and its 1-based \`rank\` within the token. Zero balances are left out.
+Written by the backfill and synth at their end, by the follower once caught up whenever the
+prefix moves, and by \`npm run reindex\`; a new file replaces the old one.
+`;
+	return `${INTRO}\n${indexSection}\n${metadataSection}\n${ranksSection}\n${sections.join("\n")}`;
 }

@@ -1,3 +1,4 @@
+import { rankFiles } from "./holder-ranks.js";
 import type { IndexName } from "./indexes.js";
 import { filterPath } from "./key-filter.js";
 import { partitionPath } from "./layout.js";
@@ -71,13 +72,15 @@ export function indexFiles(
 	m: Manifest,
 	index: IndexName,
 	window?: readonly [number, number],
-): IndexFile[] {
+): PlacedIndexFile[] {
 	const all = layoutOf(dataDir, m, index);
 	if (!window) return all;
 	return all.filter((f) => f.to >= window[0] && f.from <= window[1]);
 }
 
-type Placed = IndexFile & { from: number; to: number };
+/** An index file with the blocks it covers. */
+export type PlacedIndexFile = IndexFile & { from: number; to: number };
+type Placed = PlacedIndexFile;
 /**
  * An index's files in block order, once per manifest state: every API query asks for them, and
  * at mainnet's 23,000 chunks walking the chunk list per query would cost more than the query.
@@ -116,9 +119,10 @@ export const runFiles = (dataDir: string, m: Manifest): string[] =>
 		return [path, filterPath(path)];
 	});
 
-/** Every file the manifest lists (datasets, indexes, runs and their filters, ghosts, token metadata): never deleted. */
+/** Every file the manifest lists (datasets, indexes, runs and their filters, ghosts, token metadata, holder ranks): never deleted. */
 export function listedPaths(dataDir: string, m: Manifest): Set<string> {
 	return new Set([
+		...rankFiles(dataDir, m),
 		...m.chunks.flatMap((c) => chunkFiles(dataDir, m.chain, c)),
 		...runFiles(dataDir, m),
 		...ghostFiles(dataDir, m),

@@ -6,6 +6,7 @@ import type { DatasetName } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
 import { fsyncDir, fsyncFile } from "../util/fsync.js";
 import type { LakeSettings } from "./delta/lake-export.js";
+import type { RankEntry } from "./holder-ranks.js";
 import type { IndexName } from "./indexes.js";
 import { chainDir, manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
@@ -66,6 +67,8 @@ export interface Manifest {
 	partition_size?: number;
 	/** Token metadata read from the node (token-metadata.ts), per settled block range covered. */
 	metadata?: MetadataEntry[];
+	/** Every ERC-20 holding's balance as of a settled block, ranked per token (holder-ranks.ts): at most one. */
+	ranks?: RankEntry[];
 	/** Rows (all datasets) from which a settled chunk is no longer merged (chunk-merges.ts); absent: COMPACT_ROWS. */
 	compact_rows?: number;
 	/** The Delta Lake export's settings (delta/lake-export.ts); absent fields take the defaults. */
@@ -143,6 +146,18 @@ export async function saveManifest(dataDir: string, m: Manifest): Promise<void> 
 	await exportLake(dataDir, m);
 }
 
+/** How a chain's Delta Lake export has gone in this process (for /readyz and /metrics). */
+export interface LakeExportStatus {
+	/** Exports that failed since the process started (each retried at the next save). */
+	failures: number;
+	/** The last failure, while the export has not succeeded since. */
+	problem: { at: number; message: string } | null;
+}
+const exportStatus = new Map<string, LakeExportStatus>();
+
+/** The Delta Lake export's status of `chain` in this process (none before its first export). */
+export const lakeExportStatus = (chain: string): LakeExportStatus | undefined => exportStatus.get(chain);
+
 /**
  * The Delta Lake logs follow every save (delta/lake-export.ts). A failed export does not undo
  * the save: the next save (or writer start) exports the state again, and until then every file
@@ -150,17 +165,19 @@ export async function saveManifest(dataDir: string, m: Manifest): Promise<void> 
  */
 async function exportLake(dataDir: string, m: Manifest): Promise<void> {
 	const { lakeExporter } = await import("./delta/lake-export.js");
+	const status = exportStatus.get(m.chain) ?? { failures: 0, problem: null };
+	exportStatus.set(m.chain, status);
 	try {
 		await lakeExporter(chainDir(dataDir, m.chain)).export(m);
-		lastExportProblem = null;
+		status.problem = null;
 	} catch (err) {
-		const problem = (err as Error).message;
-		if (problem !== lastExportProblem)
-			process.emitWarning(`Delta Lake export of ${m.chain} failed (retried at the next save): ${problem}`);
-		lastExportProblem = problem;
+		const message = (err as Error).message;
+		if (message !== status.problem?.message)
+			process.emitWarning(`Delta Lake export of ${m.chain} failed (retried at the next save): ${message}`);
+		status.failures++;
+		status.problem = { at: Date.now(), message };
 	}
 }
-let lastExportProblem: string | null = null;
 
 /** The parts of [from, to] that no chunk covers yet. */
 export function missingRanges(m: Manifest, from: number, to: number): [number, number][] {

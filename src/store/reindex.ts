@@ -1,6 +1,7 @@
 import { deriveIndexes } from "./chunk-store.js";
 import type { LakeSettings } from "./delta/lake-export.js";
 import { applyLakeFlags } from "./delta/lake-flags.js";
+import { ranksStep } from "./holder-ranks.js";
 import { writtenWith } from "./indexes.js";
 import { filterPath } from "./key-filter.js";
 import { chainDir, partitionPath } from "./layout.js";
@@ -82,6 +83,9 @@ export async function reindexChain(
 			retired.retire(files);
 			await retired.sweep();
 		});
+		// Then the holder ranks over the runs (holder-ranks.ts).
+		const gone = await ranksStep(writer, dataDir, manifest);
+		if (gone) retired.retire(gone);
 		return done;
 	} finally {
 		writer.close();

@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../extract/rows.js";
 import { deriveIndexes } from "../store/chunk-store.js";
+import { ranksStep } from "../store/holder-ranks.js";
 import { alignedChunks, partitionPath } from "../store/layout.js";
 import { type ChunkEntry, loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/manifest.js";
 import { deleteNow, mergeAll } from "../store/merges.js";
@@ -73,6 +74,8 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 			await mergeAll(writer, o.dataDir, manifest, deleteNow);
 			o.onChunk?.(entry, ++done, todo.length);
 		}
+		// The holder ranks once, as a backfill's end writes them (store/holder-ranks.ts).
+		await deleteNow((await ranksStep(writer, o.dataDir, manifest)) ?? []);
 		return { chunks: manifest.chunks.length, rows: totals };
 	} finally {
 		writer.close();

@@ -26,6 +26,8 @@ export function folderState(chainDir: string) {
 	// Token metadata: one file of each table per range covered.
 	for (const e of m?.metadata ?? [])
 		for (const t of ["token_metadata", "token_uris", "opening_balances"]) listed.add(join(t, partitionFileName(t, e)));
+	// The holder ranks (at most one file).
+	for (const r of m?.ranks ?? []) listed.add(join("erc20_ranks", partitionFileName("erc20_ranks", r)));
 	// Merged index runs, each with its key filter beside it.
 	for (const r of m?.runs ?? []) {
 		listed.add(join(r.index, partitionFileName(r.index, r)));

@@ -103,6 +103,9 @@ describe("following through a node that fails 20% of requests", () => {
 			const metrics = (await app.inject({ url: "/metrics" })).body;
 			expect(metrics).toMatch(new RegExp(`chainlake_rpc_requests_total\\{chain="${chain}"\\} [1-9]`));
 			expect(metrics).toMatch(new RegExp(`chainlake_rpc_errors_total\\{chain="${chain}",kind="timeout"\\} [1-9]`));
+			// The Delta Lake logs kept up through the faults (a failed export would be counted here).
+			expect(f.delta_export).toEqual({ failures: 0, problem: null });
+			expect(metrics).toContain(`chainlake_delta_export_failures_total{chain="${chain}"} 0`);
 		} finally {
 			await app?.close();
 			store?.close();

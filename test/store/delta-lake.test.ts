@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,12 +9,13 @@ import { deltaType, UnsupportedTypeError } from "../../src/store/delta/delta-typ
 import { lakeExporter } from "../../src/store/delta/lake-export.js";
 import { lakeFlags } from "../../src/store/delta/lake-flags.js";
 import { chainDir } from "../../src/store/layout.js";
-import { loadManifest } from "../../src/store/manifest.js";
+import { lakeExportStatus, loadManifest, saveManifest } from "../../src/store/manifest.js";
 import { SETTLE_DEPTH } from "../../src/store/runs.js";
 import { generateActivity } from "../../src/workload/activity.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
+import { runScript } from "../helpers/cli.js";
 import { checkDeltaLogs } from "../helpers/delta.js";
 import { nodeCall } from "../helpers/node-rpc.js";
 
@@ -110,6 +111,45 @@ describe("the Delta Lake logs of a backfilled chain", () => {
 		expect(await writeCommit(dir, Number(name.slice(0, 20)), [{ commitInfo: { operation: "intruder" } }])).toBe(false);
 		expect(readFileSync(join(dir, "_delta_log", name), "utf8")).toBe(text);
 		expect(readdirSync(join(dir, "_delta_log")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+	});
+
+	it("after a crash mid-checkpoint: readers skip its hidden temporary files, the next writer removes them", async () => {
+		const log = join(chainDir(dataDir, CHAIN_ID), "blocks", "_delta_log");
+		// What a SIGKILL between the checkpoint's COPY and its rename leaves (delta-log.ts writeCheckpoint).
+		const left = [".00000000000000000999.checkpoint.parquet.tmp", ".00000000000000000999.checkpoint.parquet.ndjson"];
+		for (const n of left) writeFileSync(join(log, n), "cut short");
+		expect((await checkDeltaLogs(dataDir, CHAIN)).problems).toEqual([]);
+		// A writer's start (here a backfill with nothing to fetch) brings the logs up to date first.
+		const head = Number(await nodeCall(anvil.url, "eth_blockNumber"));
+		const r = await runScript("backfill.ts", [
+			...["--chain", CHAIN_ID, "--rpc", anvil.url, "--from", "0", "--to", String(head)],
+			...["--data-dir", dataDir, "--partition-size", "4", "--traces", "parity"],
+		]);
+		expect(r.code).toBe(0);
+		expect(readdirSync(log).filter((n) => n.startsWith("."))).toEqual([]);
+		expect((await checkDeltaLogs(dataDir, CHAIN)).problems).toEqual([]);
+	});
+
+	it("count a failed export (for /readyz and /metrics), retried and cleared at the next save", async () => {
+		const m = await loadManifest(dataDir, CHAIN_ID, CHAIN);
+		const log = join(chainDir(dataDir, CHAIN_ID), "blocks", "_delta_log");
+		const before = lakeExportStatus(CHAIN_ID)?.failures ?? 0;
+		// The blocks table's log cannot be read: the save stands, its export fails.
+		renameSync(log, `${log}.aside`);
+		writeFileSync(log, "not a folder");
+		try {
+			await saveManifest(dataDir, m);
+			expect(lakeExportStatus(CHAIN_ID)).toMatchObject({
+				failures: before + 1,
+				problem: { message: expect.stringContaining("blocks") },
+			});
+		} finally {
+			rmSync(log);
+			renameSync(`${log}.aside`, log);
+		}
+		await saveManifest(dataDir, m);
+		expect(lakeExportStatus(CHAIN_ID)).toEqual({ failures: before + 1, problem: null });
+		expect((await checkDeltaLogs(dataDir, CHAIN)).problems).toEqual([]);
 	});
 
 	it("export only final blocks when asked, and all of them again when not", async () => {

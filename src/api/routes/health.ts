@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { latestBlock } from "../../query/blocks.js";
 import { nodeStatus } from "../../rpc/client.js";
-import { readManifestSafe } from "../../store/manifest.js";
+import { lakeExportStatus, readManifestSafe } from "../../store/manifest.js";
 import type { ApiContext } from "../context.js";
 import { errorBody } from "../errors.js";
 
@@ -22,6 +22,16 @@ async function storedHeads(ctx: ApiContext) {
 
 /** Liveness, readiness and metrics; no key needed (for load balancers, orchestrators, Prometheus). */
 export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: string) {
+	const deltaExport = (chain: string) => {
+		const s = lakeExportStatus(chain);
+		return s
+			? {
+					failures: s.failures,
+					problem: s.problem && { at: new Date(s.problem.at).toISOString(), message: s.problem.message },
+				}
+			: null;
+	};
+
 	app.get("/healthz", { schema: { summary: "Process is up", tags: ["health"] } }, async () => ({ status: "ok" }));
 
 	app.get(
@@ -57,6 +67,9 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 								faults: f.stats.faults,
 								rpc_errors: f.rpcErrors,
 								last_step_at: f.stats.lastStepAt ? new Date(f.stats.lastStepAt).toISOString() : null,
+								// The Delta Lake logs this writer keeps (store/delta/): a failed export is retried at
+								// the next save, and the files the logs list stay on disk meanwhile.
+								delta_export: deltaExport(chain),
 								last_fault: f.stats.lastFault && {
 									at: new Date(f.stats.lastFault.at).toISOString(),
 									message: f.stats.lastFault.message,

@@ -256,7 +256,7 @@ export async function cleanLog(tableDir: string, state: TableState, keepMs: numb
 	for (const n of names) {
 		const v = Number(COMMIT.exec(n)?.[1] ?? CHECKPOINT.exec(n)?.[1] ?? Number.NaN);
 		const old = Number.isFinite(v) && v < state.checkpoint;
-		const leftover = n.startsWith(".") && n.endsWith(".tmp");
+		const leftover = isLeftover(n);
 		if (!old && !leftover) continue;
 		const at = await stat(join(dir, n)).then(
 			(s) => s.mtimeMs,
@@ -265,6 +265,16 @@ export async function cleanLog(tableDir: string, state: TableState, keepMs: numb
 		if (old && now - at < keepMs) continue;
 		await rm(join(dir, n), { force: true });
 	}
+}
+
+/** A hidden temporary file of a commit or checkpoint being written (a crash may leave one). */
+const isLeftover = (name: string) => name.startsWith(".") && (name.endsWith(".tmp") || name.endsWith(".ndjson"));
+
+/** Deletes the temporary files a crashed writer left in a table's log (the lock holder's start). */
+export async function removeLeftovers(tableDir: string): Promise<void> {
+	const dir = join(tableDir, LOG_DIR);
+	const names = await readdir(dir).catch(() => [] as string[]);
+	for (const n of names) if (isLeftover(n)) await rm(join(dir, n), { force: true });
 }
 
 /** Whether a table has a log at all. */

@@ -3,6 +3,7 @@ import { rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../../extract/rows.js";
+import { RANKS } from "../holder-ranks.js";
 import { INDEX_NAMES } from "../indexes.js";
 import { partitionFileName, type RangeId } from "../layout.js";
 import { runCovering, runsOf } from "../listing.js";
@@ -19,6 +20,7 @@ import {
 	LOG_DIR,
 	type MetaDataAction,
 	readTable,
+	removeLeftovers,
 	type TableState,
 	writeCheckpoint,
 	writeCommit,
@@ -57,12 +59,13 @@ export const MIN_RETENTION_MINUTES = 1;
 
 export const lakeSettings = (m: Manifest): LakeSettings => ({ ...DEFAULT_LAKE, ...m.lake });
 
-/** Every table that may have a log: datasets, ghosts, indexes, token metadata (a function: modules import each other in a cycle). */
+/** Every table that may have a log: datasets, ghosts, indexes, token metadata, holder ranks (a function: modules import each other in a cycle). */
 export const lakeTables = (): readonly string[] => [
 	...DATASETS,
 	GHOST_DATASET,
 	...INDEX_NAMES,
 	...METADATA_TABLE_NAMES,
+	RANKS,
 ];
 
 export const APP_ID = "chainlake";
@@ -91,6 +94,7 @@ export function liveFiles(m: Manifest, settings: LakeSettings): Map<string, Map<
 	}
 	for (const g of m.ghosts ?? []) put(GHOST_DATASET, g);
 	for (const e of m.metadata ?? []) for (const t of METADATA_TABLE_NAMES) put(t, e);
+	for (const r of m.ranks ?? []) put(RANKS, r);
 	return out;
 }
 
@@ -131,6 +135,9 @@ function createExporter(chainDir: string): LakeExporter {
 			(cached.version < 0 ? !existsSync(log) : existsSync(join(log, commitName(cached.version)))) &&
 			!existsSync(join(log, commitName(cached.version + 1)));
 		if (fresh) return cached;
+		// Read from disk: first in this process, or after another writer. A crash of the last
+		// writer may have left temporary files in the log; only the lock holder exports.
+		await removeLeftovers(dir);
 		const read = await readTable(conn, dir);
 		states.set(table, read);
 		return read;
@@ -291,8 +298,6 @@ function createExporter(chainDir: string): LakeExporter {
 		},
 	};
 }
-
-const commitFile = (v: number) => `${v.toString().padStart(20, "0")}.json`;
 
 /**
  * Whether a commit only rewrites data (a compaction or a merge): the removed and the added files

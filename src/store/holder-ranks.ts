@@ -1,0 +1,143 @@
+import { LIMBS, normalizedPartsSql, PARTS } from "./amounts.js";
+import { partitionPath, type RangeId } from "./layout.js";
+import { indexFiles, isIndexed } from "./listing.js";
+import { type Manifest, nextGeneration, saveManifest } from "./manifest.js";
+import type { ParquetWriter } from "./parquet-writer.js";
+
+/*
+ * Holder ranks: every ERC-20 holding's balance as of one settled block S, summed once from the
+ * `erc20_holders` index files (the merged runs, index.ts) and stored ranked, per token by balance
+ * (largest first, then address), in one file sorted by (token, rank). A token's first page of
+ * holders is then its first ranked rows plus the few holdings that changed after S (summed as
+ * before, from the files after S and the unsettled tail), instead of every holding of the token
+ * summed over every run and ordered on each request: what an explorer's balances table with a
+ * (token, balance) B-tree answers, kept as an immutable Parquet file.
+ *
+ * S is the end of the longest prefix of the chain whose holders rows are all in index files. Balances
+ * at S are a fact of settled blocks, so a ranks file never goes wrong; it only stops being usable
+ * when a later merge writes a run across S (the sums after S could then not be told apart):
+ * readers check that (usableRanks) and otherwise sum every run as before. Rebuilt (ranksStep)
+ * whenever S moves: by the follower in its background merges once caught up, and at the end of a
+ * backfill, synth or reindex, so a backfill builds it once rather than per chunk.
+ */
+
+export const RANKS = "erc20_ranks";
+
+/** The ranks file listed in the manifest (`ranks`): the blocks its balances cover. */
+export interface RankEntry extends RangeId {
+	gen: number;
+	/** Holdings ranked (non-zero balances). */
+	rows: number;
+}
+
+/** Its columns with their types (for an empty relation, and data/README.md). */
+export const RANK_COLUMNS: Record<string, string> = {
+	token: "VARCHAR",
+	address: "VARCHAR",
+	...Object.fromEntries(LIMBS.map((l) => [l, "BIGINT"])),
+	last_block: "BIGINT",
+	...Object.fromEntries(PARTS.map((p) => [p, "DECIMAL(38,0)"])),
+	rank: "BIGINT",
+};
+
+/** Rows per row group: a first page of holders reads one (min/max statistics on token and rank). */
+const RANK_ROW_GROUP_SIZE = 8_192;
+
+export const rankPath = (dataDir: string, chain: string, r: RangeId): string => partitionPath(dataDir, chain, RANKS, r);
+
+/** The files of the listed ranks (at most one): never deleted. */
+export const rankFiles = (dataDir: string, m: Manifest | null): string[] =>
+	(m?.ranks ?? []).map((r) => rankPath(dataDir, m?.chain ?? "", r));
+
+/** The longest prefix of the chain, from its first chunk, whose `erc20_holders` rows are in index files. */
+export function rankable(m: Manifest): RangeId | null {
+	let out = null as RangeId | null;
+	for (const c of [...m.chunks].sort((a, b) => a.from - b.from)) {
+		if (out && c.from !== out.to + 1) break;
+		if (!c.datasets.includes("transfers") || !isIndexed(m, "erc20_holders", c)) break;
+		out = { from: out?.from ?? c.from, to: c.to, last_hash: c.last_hash };
+	}
+	return out;
+}
+
+const usable = new WeakMap<Manifest, { key: string; entry: RankEntry | null }>();
+
+/**
+ * The listed ranks, if readers can use them with manifest `m`: the chain still starts where they
+ * do, every chunk up to their last block has its holders rows in index files, and no such file
+ * spans that block (a run merged across it). Computed once per manifest state.
+ */
+export function usableRanks(dataDir: string, m: Manifest | null): RankEntry | null {
+	const r = m?.ranks?.[0];
+	if (!m || !r) return null;
+	const key = `${m.generation ?? 0}\0${m.runs?.length ?? 0}\0${m.chunks.length}`;
+	const cached = usable.get(m);
+	if (cached?.key === key) return cached.entry;
+	const prefix = rankable(m);
+	const ok =
+		prefix !== null &&
+		prefix.from === r.from &&
+		prefix.to >= r.to &&
+		m.chunks.some((c) => c.to === r.to && c.last_hash === r.last_hash) &&
+		indexFiles(dataDir, m, "erc20_holders").every((f) => !(f.from <= r.to && f.to > r.to));
+	usable.set(m, { key, entry: ok ? r : null });
+	return ok ? r : null;
+}
+
+/** Whether the ranks should be rebuilt: the rankable prefix moved, or the listed ones are no longer usable. */
+export function ranksDue(dataDir: string, m: Manifest): boolean {
+	const prefix = rankable(m);
+	const r = m.ranks?.[0];
+	if (!prefix) return false;
+	return !r || r.from !== prefix.from || r.to !== prefix.to || usableRanks(dataDir, m) === null;
+}
+
+/** SQL of the ranked holdings of the holders index files `files` (see the module comment). */
+export function ranksSql(files: readonly string[]): string {
+	const list = files.map((f) => `'${f.replaceAll("'", "''")}'`).join(", ");
+	const sums = LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ");
+	const order = [...PARTS]
+		.reverse()
+		.map((p) => `${p} DESC`)
+		.join(", ");
+	return `WITH s AS (SELECT token, address, ${sums}, max(last_block) AS last_block FROM read_parquet([${list}]) GROUP BY token, address),
+		t AS (SELECT *, ${normalizedPartsSql()} FROM s)
+		SELECT token, address, ${LIMBS.map((l) => `CAST(${l} AS BIGINT) AS ${l}`).join(", ")}, last_block::BIGINT AS last_block,
+		       ${PARTS.map((p) => `CAST(${p} AS DECIMAL(38,0)) AS ${p}`).join(", ")},
+		       row_number() OVER (PARTITION BY token ORDER BY ${order}, address)::BIGINT AS rank
+		FROM t WHERE NOT (${PARTS.map((p) => `${p} = 0`).join(" AND ")})
+		ORDER BY token, rank`;
+}
+
+type Exclusive = <T>(commit: () => Promise<T>) => Promise<T>;
+
+/**
+ * Writes the ranks of the rankable prefix and lists them in one save, if due. Returns the files
+ * the save unlisted (the previous ranks, for the caller to retire), or null when none was due.
+ */
+export async function ranksStep(
+	writer: ParquetWriter,
+	dataDir: string,
+	m: Manifest,
+	exclusive: Exclusive = (commit) => commit(),
+): Promise<string[] | null> {
+	if (!ranksDue(dataDir, m)) return null;
+	const prefix = rankable(m) as RangeId;
+	const entry: RankEntry = { ...prefix, gen: nextGeneration(m), rows: 0 };
+	const path = rankPath(dataDir, m.chain, entry);
+	const files = indexFiles(dataDir, m, "erc20_holders", [prefix.from, prefix.to]).map((f) => f.path);
+	entry.rows = await writer.copy(
+		ranksSql(files),
+		path,
+		`FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`,
+	);
+	return exclusive(async () => {
+		// A repair may have unlisted a chunk of the prefix meanwhile: then these ranks are dropped.
+		const now = rankable(m);
+		if (!now || now.from !== entry.from || now.to < entry.to) return [path];
+		const old = rankFiles(dataDir, m);
+		m.ranks = [entry];
+		await saveManifest(dataDir, m);
+		return old;
+	});
+}

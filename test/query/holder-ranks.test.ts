@@ -1,0 +1,157 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { encodeFunctionData, parseAbi } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Holder, type HolderCursor, tokenHolders } from "../../src/query/holders.js";
+import { createStore, type Snapshot, type Store } from "../../src/query/store.js";
+import { amountOfParts, LIMBS, PARTS } from "../../src/store/amounts.js";
+import { rankable, rankFiles, ranksDue, usableRanks } from "../../src/store/holder-ranks.js";
+import { manifestPath } from "../../src/store/layout.js";
+import { indexFiles } from "../../src/store/listing.js";
+import type { Manifest } from "../../src/store/manifest.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload } from "../../src/workload/run.js";
+import { backfillInto } from "../helpers/anvil-chain.js";
+import { nodeCall, sendMined } from "../helpers/node-rpc.js";
+
+/**
+ * Holder ranks (src/store/holder-ranks.ts): a token's holders read from the ranked balances at a
+ * settled block plus what changed after it must be the very page that summing every index file
+ * gives, at the head and at blocks after and before the ranks' block, page by page, while the
+ * unsettled tail reorders the top (a small holder receives the largest amount, the largest
+ * holder sends everything away). Real anvil chain, real backfill, real Parquet.
+ */
+const CHAIN = 31337;
+const ERC20 = parseAbi(["function transfer(address, uint256) returns (bool)"]);
+let anvil: AnvilInstance;
+let root: string;
+let store: Store;
+let token: string;
+let m: Manifest;
+/** Receives 10^40 in the unsettled tail. */
+let receiver: string;
+const dir = () => join(root, "lake");
+
+const rpc = (method: string, params: unknown[] = []) => nodeCall(anvil.url, method, params);
+const send = (from: string, to: string, amount: bigint) =>
+	sendMined(anvil.url, {
+		from,
+		to: token,
+		data: encodeFunctionData({ abi: ERC20, functionName: "transfer", args: [to as `0x${string}`, amount] }),
+	});
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	const workload = await runWorkload({ rpcUrl: anvil.url });
+	token = workload.contracts.token20.toLowerCase();
+	const accounts = ((await rpc("eth_accounts")) as string[]).map((a) => a.toLowerCase());
+	const deployer = workload.accounts.deployer.toLowerCase();
+	// Settled history: amounts spread over eight holders, some equal (ties order by address).
+	for (let i = 0; i < 24; i++) await send(deployer, accounts[2 + (i % 8)] as string, 10n ** BigInt(18 + (i % 5)));
+	await rpc("anvil_mine", ["0x50"]);
+	// The unsettled tail (the last 64 blocks): reorders the top.
+	receiver = accounts[9] as string;
+	await send(deployer, receiver, 10n ** 40n);
+	await send(accounts[6] as string, accounts[8] as string, 10n ** 22n);
+	await send(accounts[3] as string, accounts[1] as string, 5n);
+	root = await mkdtemp(join(tmpdir(), "chainlake-ranks-"));
+	await backfillInto(dir(), anvil.url, CHAIN, { partitionSize: 4, traces: "parity" });
+	m = JSON.parse(await readFile(manifestPath(dir(), `eip155-${CHAIN}`), "utf8")) as Manifest;
+	store = await createStore(dir());
+}, 300_000);
+afterAll(async () => {
+	store?.close();
+	await anvil?.stop();
+	if (root) await rm(root, { recursive: true, force: true });
+});
+
+/** `db` with its ranks hidden: every holding summed from the index files, as before ranks. */
+const withoutRanks = (db: Snapshot): Snapshot => ({ ...db, ranks: () => null });
+
+/** Every holder of the token as of `at`, paged `limit` at a time with the returned cursor. */
+async function allPages(db: Snapshot, limit: number, at?: number): Promise<Holder[]> {
+	const out: Holder[] = [];
+	let after: HolderCursor | undefined;
+	for (let i = 0; i < 100; i++) {
+		const page = await tokenHolders(db, token, { limit, after }, at);
+		expect(page.holders.length).toBeLessThanOrEqual(limit);
+		out.push(...page.holders);
+		if (!page.hasMore) return out;
+		after = page.next;
+	}
+	throw new Error("more than 100 pages");
+}
+
+describe("holder ranks", () => {
+	it("are written at the end of the backfill over the settled prefix, and usable", () => {
+		const prefix = rankable(m);
+		expect(prefix).not.toBeNull();
+		expect(m.ranks).toHaveLength(1);
+		expect(m.ranks?.[0]).toMatchObject({ from: 0, to: prefix?.to });
+		// Settled means 64 blocks below the tip here (no follower): the tail is not ranked.
+		const head = Math.max(...m.chunks.map((c) => c.to));
+		expect(m.ranks?.[0]?.to).toBeLessThan(head - 60);
+		expect(usableRanks(dir(), m)).toEqual(m.ranks?.[0]);
+		expect(ranksDue(dir(), m)).toBe(false);
+	});
+
+	it("rank each token's holdings by balance, largest first, then by address, zero balances left out", async () => {
+		const db = await DuckDBInstance.create(":memory:");
+		const conn = await db.connect();
+		try {
+			const [file] = rankFiles(dir(), m);
+			const rows = (
+				await conn.runAndReadAll(
+					`SELECT token, address, rank, ${PARTS.map((p) => `CAST(${p} AS VARCHAR) AS ${p}`).join(", ")}, ${LIMBS.join(", ")} FROM read_parquet('${file}') ORDER BY token, rank`,
+				)
+			).getRowObjectsJS();
+			expect(rows.length).toBe(m.ranks?.[0]?.rows);
+			const ours = rows.filter((r) => r.token === token);
+			expect(ours.length).toBeGreaterThan(8);
+			const value = (r: Record<string, unknown>) => amountOfParts(PARTS.map((p) => r[p] as string));
+			ours.forEach((r, i) => {
+				expect(r.rank).toBe(BigInt(i + 1));
+				expect(value(r)).not.toBe(0n);
+				const prev = ours[i - 1];
+				if (prev)
+					expect(value(prev) > value(r) || (value(prev) === value(r) && String(prev.address) < String(r.address))).toBe(
+						true,
+					);
+			});
+		} finally {
+			conn.closeSync();
+			db.closeSync();
+		}
+	});
+
+	it("give the same holders pages as summing every index file, at the head and around the ranks' block", async () => {
+		const s = (m.ranks?.[0]?.to ?? 0) as number;
+		const head = Math.max(...m.chunks.map((c) => c.to));
+		const db = store.snapshot(`eip155-${CHAIN}`);
+		expect(db.ranks()).not.toBeNull();
+		for (const at of [undefined, head - 1, s + 3, s, s - 5]) {
+			const whole = await allPages(withoutRanks(db), 1000, at);
+			expect(whole.length).toBeGreaterThan(5);
+			for (const limit of [1, 3, 1000]) expect(await allPages(db, limit, at)).toEqual(whole);
+		}
+		// The tail moved holdings the ranks hold: 10^40 more for its receiver, and a new order.
+		const [atHead, atRanks] = [await allPages(db, 1000), await allPages(db, 1000, s)];
+		const of = (list: Holder[]) => list.find((h) => h.address === receiver)?.raw ?? 0n;
+		expect(of(atHead) - of(atRanks)).toBe(10n ** 40n);
+		expect(atHead.map((h) => h.address)).not.toEqual(atRanks.map((h) => h.address));
+	});
+
+	it("are not used once an index file spans their block, and answers stay the same", async () => {
+		const r = m.ranks?.[0];
+		if (!r) throw new Error("no ranks");
+		// The same manifest with the ranks' block moved inside a merged run: as if a later merge
+		// wrote a run across it.
+		const run = indexFiles(dir(), m, "erc20_holders").find((f) => f.to > f.from + 1 && f.to <= r.to);
+		expect(run).toBeDefined();
+		const inside = { ...m, generation: (m.generation ?? 0) + 100, ranks: [{ ...r, to: (run?.from ?? 0) + 1 }] };
+		expect(usableRanks(dir(), inside)).toBeNull();
+		expect(ranksDue(dir(), inside)).toBe(true);
+	});
+});
