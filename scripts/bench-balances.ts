@@ -5,7 +5,8 @@
  * and NFT inventory at the head and at a past block (mid-history, so a merged run straddles it),
  * the first page of a token's holders and of the busiest NFT collection's owners at the head and
  * at that block, for the targets `npm run synth` picked. Prints p50/p99 ms per case; figures are
- * printed, never asserted.
+ * printed, never asserted. Holders pages are timed with the holder ranks and with them hidden.
+ * `--only holders` times those alone.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -13,7 +14,7 @@ import { nativeBalance, tokenBalances } from "../src/query/balances.js";
 import { TooManyChangesError } from "../src/query/deltas.js";
 import { tokenHolders } from "../src/query/holders.js";
 import { nftHoldings } from "../src/query/nfts.js";
-import { createStore } from "../src/query/store.js";
+import { createStore, type Snapshot } from "../src/query/store.js";
 import { type SynthTargets, targetsPath } from "../src/synth/targets.js";
 import { fmt, timeCalls } from "./bench/measure.js";
 
@@ -22,6 +23,7 @@ const { values } = parseArgs({
 		"data-dir": { type: "string" },
 		chain: { type: "string", default: "eip155-1" },
 		n: { type: "string", default: "30" },
+		only: { type: "string" },
 	},
 });
 const dataDir = values["data-dir"];
@@ -50,7 +52,8 @@ const row = async (name: string, fn: () => Promise<string>) => {
 	}, n);
 	say(`| ${name} | ${fmt(l.p50)} / ${fmt(l.p99)} | ${answer} |`);
 };
-for (const [kind, counted] of Object.entries(targets.addresses)) {
+// `--only holders`: only the holders pages (the wallet and NFT cases take most of a run).
+for (const [kind, counted] of values.only === "holders" ? [] : Object.entries(targets.addresses)) {
 	const address = counted[0]?.value as string;
 	for (const [label, at] of [
 		["head", undefined],
@@ -75,7 +78,7 @@ const [busiest] = await store
 	.query(
 		"SELECT contract, count(*) AS n FROM {transfers} WHERE token_standard IN ('erc721', 'erc1155') GROUP BY contract ORDER BY n DESC LIMIT 1",
 	);
-if (busiest) {
+if (busiest && values.only !== "holders") {
 	for (const [label, at] of [
 		["head", head],
 		[`block ${past}`, past],
@@ -91,16 +94,34 @@ if (busiest) {
 		});
 	}
 }
+// Holders pages with the holder ranks (store/holder-ranks.ts) and, side by side, with them
+// hidden (every holding summed from the index files): at the head, at a block just after the
+// ranks' block (read through them), at the mid-history block (before it: summed), and page 5.
+const ranks = store.snapshot(chain).ranks();
+say(`\nholder ranks: ${ranks ? `blocks ${ranks.from}..${ranks.to}, ${ranks.rows} holdings` : "none"}`);
+const snapshot = (ranked: boolean): Snapshot => {
+	const db = store.snapshot(chain);
+	return ranked ? db : { ...db, ranks: () => null };
+};
 for (const [kind, counted] of Object.entries(targets.tokens)) {
 	const token = counted[0]?.value as string;
-	for (const [label, at] of [
+	const cases: [string, number | undefined][] = [
 		["head", undefined],
+		...(ranks && ranks.to < head ? [[`block ${ranks.to + 1}`, ranks.to + 1] as [string, number]] : []),
 		[`block ${past}`, past],
-	] as const) {
-		await row(`holders, first 100, ${kind} token, ${label}`, async () => {
-			const p = await tokenHolders(store.snapshot(chain), token, { limit: 100 }, at);
-			return `${p.holders.length} holders, more: ${p.hasMore}`;
+	];
+	for (const [label, at] of cases)
+		for (const ranked of [true, false])
+			await row(`holders, first 100, ${kind} token, ${label}${ranked ? "" : ", ranks hidden"}`, async () => {
+				const p = await tokenHolders(snapshot(ranked), token, { limit: 100 }, at);
+				return `${p.holders.length} holders, more: ${p.hasMore}`;
+			});
+	for (const ranked of [true, false])
+		await row(`holders, page 5 of 100, ${kind} token, head${ranked ? "" : ", ranks hidden"}`, async () => {
+			let page = await tokenHolders(snapshot(ranked), token, { limit: 100 });
+			for (let i = 1; i < 5 && page.next; i++)
+				page = await tokenHolders(snapshot(ranked), token, { limit: 100, after: page.next });
+			return `${page.holders.length} holders, more: ${page.hasMore}`;
 		});
-	}
 }
 store.close();

@@ -8,7 +8,14 @@ import {
 	type DuckDBValue,
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
-import { RANK_COLUMNS, RANKS, type RankEntry, rankFiles, usableRanks } from "../store/holder-ranks.js";
+import {
+	RANK_COLUMNS,
+	RANK_TABLES,
+	type RankEntry,
+	type RankTable,
+	rankFiles,
+	usableRanks,
+} from "../store/holder-ranks.js";
 import { INDEXES, type IndexName } from "../store/indexes.js";
 import { type KeyFilter, loadKeyFilter } from "../store/key-filter.js";
 import { manifestPath } from "../store/layout.js";
@@ -289,9 +296,9 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 			// `{name@a-b}`: this relation's own block window (a part of a statement that reads
 			// fewer blocks than the rest, like a balance's unsettled tail).
 			const window = a === undefined ? queryWindow : ([Number(a), Number(b)] as const);
-			if (name === RANKS) {
+			if ((RANK_TABLES as readonly string[]).includes(name)) {
 				// The holder ranks (store/holder-ranks.ts); callers ask snapshot.ranks() whether to use them.
-				const files = rankFiles(dataDir, manifest);
+				const files = rankFiles(dataDir, manifest, name as RankTable);
 				read.files += files.length;
 				read.paths?.push(...files);
 				if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;

@@ -6,7 +6,7 @@ import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "..
 import { crashPoint } from "../util/crash-point.js";
 import { LOG_DIR } from "./delta/delta-log.js";
 import { lakeExporter } from "./delta/lake-export.js";
-import { RANKS } from "./holder-ranks.js";
+import { RANK_TABLES } from "./holder-ranks.js";
 import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "./indexes.js";
 import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
 import { chainDir, manifestPath, partitionPath, stagingDir } from "./layout.js";
@@ -234,7 +234,7 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 	// its export): files they list, or removed within their retention, stay for outside readers.
 	const lake = lakeExporter(chainDir(dataDir, manifest.chain));
 	await lake.export(manifest);
-	for (const d of [...DATASETS, ...INDEX_NAMES, GHOST_DATASET, ...METADATA_TABLE_NAMES, RANKS]) {
+	for (const d of [...DATASETS, ...INDEX_NAMES, GHOST_DATASET, ...METADATA_TABLE_NAMES, ...RANK_TABLES]) {
 		const dir = join(dataDir, manifest.chain, d);
 		let present: string[];
 		try {

@@ -1,6 +1,6 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
 import { COMPACT_ROWS } from "./chunk-merges.js";
-import { RANK_COLUMNS, RANKS } from "./holder-ranks.js";
+import { RANK_COLUMNS, RANKS, WALLETS } from "./holder-ranks.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./indexes.js";
 import { BITS_PER_KEY } from "./key-filter.js";
 import { PARQUET_OPTIONS } from "./parquet-writer.js";
@@ -156,7 +156,8 @@ CHAINLAKE_TOKEN_URIS=0 leaves token URIs out (one node call per NFT id).
 `;
 	const ranksSection = `## Holder ranks
 
-One file (the manifest's \`ranks\`; \`${RANKS}/${RANKS}_<from>_<to>_g<gen>.parquet\`): every ERC-20
+Two files of one entry (the manifest's \`ranks\`; \`${RANKS}/${RANKS}_<from>_<to>_g<gen>.parquet\`
+and the same rows sorted by holder and token in \`${WALLETS}/\`): every ERC-20
 holding's balance as of block \`<to>\`, the end of the longest prefix of the chain whose
 \`erc20_holders\` rows are all in index files, sorted by token and, per token, by balance
 (largest first, then address). Columns ${Object.entries(RANK_COLUMNS)

@@ -11,7 +11,8 @@ import type { ParquetWriter } from "./parquet-writer.js";
  * holders is then its first ranked rows plus the few holdings that changed after S (summed as
  * before, from the files after S and the unsettled tail), instead of every holding of the token
  * summed over every run and ordered on each request: what an explorer's balances table with a
- * (token, balance) B-tree answers, kept as an immutable Parquet file.
+ * (token, balance) B-tree answers, kept as an immutable Parquet file. A second file holds the same
+ * rows by holder (`erc20_wallets`), so a wallet's balances are its rows there plus its changes after S.
  *
  * S is the end of the longest prefix of the chain whose holders rows are all in index files. Balances
  * at S are a fact of settled blocks, so a ranks file never goes wrong; it only stops being usable
@@ -22,6 +23,11 @@ import type { ParquetWriter } from "./parquet-writer.js";
  */
 
 export const RANKS = "erc20_ranks";
+/** The same rows sorted by holder and token: a wallet's balances at S are its rows (one or two row groups). */
+export const WALLETS = "erc20_wallets";
+/** The tables a ranks entry has a file in. */
+export const RANK_TABLES = [RANKS, WALLETS] as const;
+export type RankTable = (typeof RANK_TABLES)[number];
 
 /** The ranks file listed in the manifest (`ranks`): the blocks its balances cover. */
 export interface RankEntry extends RangeId {
@@ -43,11 +49,12 @@ export const RANK_COLUMNS: Record<string, string> = {
 /** Rows per row group: a first page of holders reads one (min/max statistics on token and rank). */
 const RANK_ROW_GROUP_SIZE = 8_192;
 
-export const rankPath = (dataDir: string, chain: string, r: RangeId): string => partitionPath(dataDir, chain, RANKS, r);
+export const rankPath = (dataDir: string, chain: string, r: RangeId, table: RankTable = RANKS): string =>
+	partitionPath(dataDir, chain, table, r);
 
-/** The files of the listed ranks (at most one): never deleted. */
-export const rankFiles = (dataDir: string, m: Manifest | null): string[] =>
-	(m?.ranks ?? []).map((r) => rankPath(dataDir, m?.chain ?? "", r));
+/** The files of the listed ranks (at most one entry) in `table`, or in both: never deleted. */
+export const rankFiles = (dataDir: string, m: Manifest | null, table?: RankTable): string[] =>
+	(m?.ranks ?? []).flatMap((r) => (table ? [table] : RANK_TABLES).map((t) => rankPath(dataDir, m?.chain ?? "", r, t)));
 
 /** The longest prefix of the chain, from its first chunk, whose `erc20_holders` rows are in index files. */
 export function rankable(m: Manifest): RangeId | null {
@@ -125,16 +132,20 @@ export async function ranksStep(
 	const prefix = rankable(m) as RangeId;
 	const entry: RankEntry = { ...prefix, gen: nextGeneration(m), rows: 0 };
 	const path = rankPath(dataDir, m.chain, entry);
+	const wallets = rankPath(dataDir, m.chain, entry, WALLETS);
 	const files = indexFiles(dataDir, m, "erc20_holders", [prefix.from, prefix.to]).map((f) => f.path);
-	entry.rows = await writer.copy(
-		ranksSql(files),
-		path,
-		`FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`,
+	const options = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`;
+	entry.rows = await writer.copy(ranksSql(files), path, options);
+	// By holder, from the file just written (its sums are done).
+	await writer.copy(
+		`SELECT * FROM read_parquet('${path.replaceAll("'", "''")}') ORDER BY address, token`,
+		wallets,
+		options,
 	);
 	return exclusive(async () => {
 		// A repair may have unlisted a chunk of the prefix meanwhile: then these ranks are dropped.
 		const now = rankable(m);
-		if (!now || now.from !== entry.from || now.to < entry.to) return [path];
+		if (!now || now.from !== entry.from || now.to < entry.to) return [path, wallets];
 		const old = rankFiles(dataDir, m);
 		m.ranks = [entry];
 		await saveManifest(dataDir, m);

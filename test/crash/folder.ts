@@ -26,8 +26,9 @@ export function folderState(chainDir: string) {
 	// Token metadata: one file of each table per range covered.
 	for (const e of m?.metadata ?? [])
 		for (const t of ["token_metadata", "token_uris", "opening_balances"]) listed.add(join(t, partitionFileName(t, e)));
-	// The holder ranks (at most one file).
-	for (const r of m?.ranks ?? []) listed.add(join("erc20_ranks", partitionFileName("erc20_ranks", r)));
+	// The holder ranks (at most one entry, a file by token and one by holder).
+	for (const r of m?.ranks ?? [])
+		for (const t of ["erc20_ranks", "erc20_wallets"]) listed.add(join(t, partitionFileName(t, r)));
 	// Merged index runs, each with its key filter beside it.
 	for (const r of m?.runs ?? []) {
 		listed.add(join(r.index, partitionFileName(r.index, r)));

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../../src/extract/rows.js";
-import { RANKS, rankFiles } from "../../src/store/holder-ranks.js";
+import { RANK_TABLES, rankFiles } from "../../src/store/holder-ranks.js";
 import { INDEX_NAMES } from "../../src/store/indexes.js";
 import { chainDir } from "../../src/store/layout.js";
 import { indexFiles } from "../../src/store/listing.js";
@@ -25,7 +25,7 @@ export async function checkDeltaLogs(dataDir: string, chainNumber: number) {
 	for (const i of INDEX_NAMES) expected[i] = indexFiles(dataDir, m, i).map((f) => f.path);
 	expected[GHOST_DATASET] = ghostFiles(dataDir, m);
 	for (const t of METADATA_TABLE_NAMES) expected[t] = metadataFiles(dataDir, m, t);
-	expected[RANKS] = rankFiles(dataDir, m);
+	for (const t of RANK_TABLES) expected[t] = rankFiles(dataDir, m, t);
 
 	const db = await DuckDBInstance.create(":memory:");
 	const conn = await db.connect();

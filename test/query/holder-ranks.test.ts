@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tokenBalances, tokenBalancesPage } from "../../src/query/balances.js";
 import { type Holder, type HolderCursor, tokenHolders } from "../../src/query/holders.js";
 import { createStore, type Snapshot, type Store } from "../../src/query/store.js";
 import { amountOfParts, LIMBS, PARTS } from "../../src/store/amounts.js";
@@ -21,7 +22,8 @@ import { nodeCall, sendMined } from "../helpers/node-rpc.js";
  * settled block plus what changed after it must be the very page that summing every index file
  * gives, at the head and at blocks after and before the ranks' block, page by page, while the
  * unsettled tail reorders the top (a small holder receives the largest amount, the largest
- * holder sends everything away). Real anvil chain, real backfill, real Parquet.
+ * holder sends everything away). The same for each wallet's balances, read from the ranks' rows
+ * by holder. Real anvil chain, real backfill, real Parquet.
  */
 const CHAIN = 31337;
 const ERC20 = parseAbi(["function transfer(address, uint256) returns (bool)"]);
@@ -101,7 +103,7 @@ describe("holder ranks", () => {
 		const db = await DuckDBInstance.create(":memory:");
 		const conn = await db.connect();
 		try {
-			const [file] = rankFiles(dir(), m);
+			const [file] = rankFiles(dir(), m, "erc20_ranks");
 			const rows = (
 				await conn.runAndReadAll(
 					`SELECT token, address, rank, ${PARTS.map((p) => `CAST(${p} AS VARCHAR) AS ${p}`).join(", ")}, ${LIMBS.join(", ")} FROM read_parquet('${file}') ORDER BY token, rank`,
@@ -141,6 +143,27 @@ describe("holder ranks", () => {
 		const of = (list: Holder[]) => list.find((h) => h.address === receiver)?.raw ?? 0n;
 		expect(of(atHead) - of(atRanks)).toBe(10n ** 40n);
 		expect(atHead.map((h) => h.address)).not.toEqual(atRanks.map((h) => h.address));
+	});
+
+	it("give every wallet the same balances as summing every index file, whole and page by page", async () => {
+		const s = (m.ranks?.[0]?.to ?? 0) as number;
+		const db = store.snapshot(`eip155-${CHAIN}`);
+		const holders = (await allPages(withoutRanks(db), 1000)).map((h) => h.address);
+		expect(holders).toContain(receiver);
+		for (const address of holders)
+			for (const at of [undefined, s + 3, s, s - 5]) {
+				const whole = await tokenBalances(withoutRanks(db), address, at);
+				expect(await tokenBalances(db, address, at)).toEqual(whole);
+				const paged: typeof whole = [];
+				let after: string | undefined;
+				for (let i = 0; i < 50; i++) {
+					const p = await tokenBalancesPage(db, address, at, { limit: 1, after });
+					paged.push(...p.balances);
+					after = p.next;
+					if (!after) break;
+				}
+				expect(paged).toEqual(whole);
+			}
 	});
 
 	it("are not used once an index file spans their block, and answers stay the same", async () => {

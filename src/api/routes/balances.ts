@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { nativeBalance, tokenBalances } from "../../query/balances.js";
+import { nativeBalance, tokenBalances, tokenBalancesPage } from "../../query/balances.js";
 import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../query/holders.js";
 import { type TokenMeta, tokenMetas } from "../../query/tokens.js";
 import { PARTS, withDecimals } from "../../store/amounts.js";
@@ -55,11 +55,8 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			if (after !== undefined && !/^0x[0-9a-f]{40}$/.test(after))
 				throw badRequest("INVALID_OFFSET", "offset must be the next_offset of the previous page (a token address)");
 			const limit = q.limit ?? DEFAULT_LIMIT;
-			const all = (await tokenBalances(db, req.params.address, n)).filter(
-				(b) => after === undefined || b.token > after,
-			);
-			const page = all.slice(0, limit);
-			const hasMore = all.length > limit;
+			const { balances: page, next } = await tokenBalancesPage(db, req.params.address, n, { limit, after });
+			const hasMore = next !== undefined;
 			const metas = await tokenMetas(
 				db,
 				page.map((b) => b.token),
@@ -69,7 +66,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 					has_more: hasMore,
 					start_block: 0,
 					end_block: n,
-					next_offset: hasMore ? (page.at(-1)?.token ?? null) : null,
+					next_offset: next ?? null,
 				},
 				items: page.map((b) => ({
 					id: `${req.params.address}:${b.token}`,

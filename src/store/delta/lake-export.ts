@@ -3,7 +3,7 @@ import { rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../../extract/rows.js";
-import { RANKS } from "../holder-ranks.js";
+import { RANK_TABLES } from "../holder-ranks.js";
 import { INDEX_NAMES } from "../indexes.js";
 import { partitionFileName, type RangeId } from "../layout.js";
 import { runCovering, runsOf } from "../listing.js";
@@ -65,7 +65,7 @@ export const lakeTables = (): readonly string[] => [
 	GHOST_DATASET,
 	...INDEX_NAMES,
 	...METADATA_TABLE_NAMES,
-	RANKS,
+	...RANK_TABLES,
 ];
 
 export const APP_ID = "chainlake";
@@ -94,7 +94,7 @@ export function liveFiles(m: Manifest, settings: LakeSettings): Map<string, Map<
 	}
 	for (const g of m.ghosts ?? []) put(GHOST_DATASET, g);
 	for (const e of m.metadata ?? []) for (const t of METADATA_TABLE_NAMES) put(t, e);
-	for (const r of m.ranks ?? []) put(RANKS, r);
+	for (const r of m.ranks ?? []) for (const t of RANK_TABLES) put(t, r);
 	return out;
 }
 
