@@ -3,22 +3,41 @@
  * a live anvil chain, mines a block of transactions every 500 ms, and times each block from
  * the moment the node had it (eth_sendTransaction returned with automine) until
  * /blocks/latest over HTTP answers it. Prints p50/p99/max.
+ *
+ * With `--tokens` the workload (tokens, NFTs, traces) runs first and every block also moves an
+ * ERC-20 amount, and `--partition-size`/`--finality-depth` make chunks settle within the run, so
+ * the balance upkeep (settled-only indexes, runs, token metadata, holder ranks) runs in the
+ * follower's background while the lag is measured; the upkeep done is printed.
  */
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { encodeFunctionData, parseAbi } from "viem";
 import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
 import { startFollowers } from "../src/follow/followers.js";
 import { createStore } from "../src/query/store.js";
+import { manifestPath } from "../src/store/layout.js";
+import type { Manifest } from "../src/store/manifest.js";
 import { createLogger } from "../src/util/logger.js";
 import { startAnvil } from "../src/workload/anvil.js";
+import { runWorkload } from "../src/workload/run.js";
+
+const ERC20 = parseAbi(["function transfer(address, uint256) returns (bool)"]);
 
 const { values } = parseArgs({
-	options: { blocks: { type: "string", default: "60" }, "poll-ms": { type: "string", default: "250" } },
+	options: {
+		blocks: { type: "string", default: "60" },
+		"poll-ms": { type: "string", default: "250" },
+		tokens: { type: "boolean", default: false },
+		"partition-size": { type: "string" },
+		"finality-depth": { type: "string" },
+	},
 });
 const anvil = await startAnvil({ chainId: 31337 });
+const workload = values.tokens ? await runWorkload({ rpcUrl: anvil.url }) : null;
 const dir = await mkdtemp(join(tmpdir(), "chainlake-bench-follow-"));
 const call = async (method: string, params: unknown[]) =>
 	(
@@ -34,6 +53,8 @@ const follow = startFollowers([{ chain: "eip155-31337", urls: [anvil.url] }], {
 	dataDir: dir,
 	logger: createLogger({ quiet: true }),
 	pollMs: Number(values["poll-ms"]),
+	...(values["partition-size"] ? { partitionSize: Number(values["partition-size"]) } : {}),
+	...(values["finality-depth"] ? { finalityDepth: Number(values["finality-depth"]) } : {}),
 });
 try {
 	while (follow.sources.get("eip155-31337")?.stats.lastStepAt == null) await new Promise((r) => setTimeout(r, 20));
@@ -47,7 +68,24 @@ try {
 	const [from, to] = (await call("eth_accounts", [])) as string[];
 	const lags: number[] = [];
 	for (let i = 0; i < Number(values.blocks); i++) {
-		await call("eth_sendTransaction", [{ from, to, value: "0x1" }]);
+		if (workload) {
+			// Into the same block as the ETH transfer below (anvil mines each on arrival otherwise).
+			await call("evm_setAutomine", [false]);
+			await call("eth_sendTransaction", [
+				{
+					from: workload.accounts.deployer,
+					to: workload.contracts.token20,
+					data: encodeFunctionData({
+						abi: ERC20,
+						functionName: "transfer",
+						args: [to as `0x${string}`, BigInt(i + 1)],
+					}),
+				},
+			]);
+			await call("eth_sendTransaction", [{ from, to, value: "0x1" }]);
+			await call("evm_mine", []);
+			await call("evm_setAutomine", [true]);
+		} else await call("eth_sendTransaction", [{ from, to, value: "0x1" }]);
 		const mined = performance.now();
 		const n = Number(await call("eth_blockNumber", []));
 		for (;;) {
@@ -63,6 +101,12 @@ try {
 	console.log(
 		`head lag over ${lags.length} blocks (poll every ${values["poll-ms"]} ms): p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`,
 	);
+	if (workload) {
+		const m = JSON.parse(readFileSync(manifestPath(dir, "eip155-31337"), "utf8")) as Manifest;
+		console.log(
+			`upkeep during the run: ${m.runs?.length ?? 0} runs listed, holder ranks through block ${m.ranks?.[0]?.to ?? "none"} (generation ${m.ranks?.[0]?.gen ?? "-"}), token metadata sets ${m.metadata?.length ?? 0}, stored head ${Math.max(...m.chunks.map((c) => c.to))}`,
+		);
+	}
 	await app.close();
 	store.close();
 } finally {

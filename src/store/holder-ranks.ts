@@ -48,6 +48,10 @@ export const RANK_COLUMNS: Record<string, string> = {
 
 /** Rows per row group: a first page of holders reads one (min/max statistics on token and rank). */
 const RANK_ROW_GROUP_SIZE = 8_192;
+/** The COPY options of both files. */
+export const RANK_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`;
+/** Each file's row order. */
+export const RANK_ORDER: Record<RankTable, string> = { [RANKS]: "token, rank", [WALLETS]: "address, token" };
 
 export const rankPath = (dataDir: string, chain: string, r: RangeId, table: RankTable = RANKS): string =>
 	partitionPath(dataDir, chain, table, r);
@@ -113,7 +117,7 @@ export function ranksSql(files: readonly string[]): string {
 		       ${PARTS.map((p) => `CAST(${p} AS DECIMAL(38,0)) AS ${p}`).join(", ")},
 		       row_number() OVER (PARTITION BY token ORDER BY ${order}, address)::BIGINT AS rank
 		FROM t WHERE NOT (${PARTS.map((p) => `${p} = 0`).join(" AND ")})
-		ORDER BY token, rank`;
+		ORDER BY ${RANK_ORDER[RANKS]}`;
 }
 
 type Exclusive = <T>(commit: () => Promise<T>) => Promise<T>;

@@ -9,6 +9,7 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { createStore } from "../../src/query/store.js";
+import { rankFiles } from "../../src/store/holder-ranks.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "../../src/store/indexes.js";
 import { partitionPath } from "../../src/store/layout.js";
 import { listedPaths } from "../../src/store/listing.js";
@@ -199,6 +200,10 @@ beforeAll(async () => {
 
 	old = join(root, "old");
 	await cp(fresh, old, { recursive: true });
+	// That code wrote no holder ranks (store/holder-ranks.ts): reindex writes them after the upgrade.
+	const oldManifest = await manifestOf(old);
+	for (const f of rankFiles(old, oldManifest)) await rm(f);
+	await saveManifest(old, { ...oldManifest, ranks: undefined });
 	await rewriteListed(old, REF, OLD_UNSIGNED_TYPES);
 });
 
@@ -320,11 +325,14 @@ describe("npm run reindex on a folder written with unsigned types", () => {
 			expect(upgraded).toContain(`ghost blocks ${before.ghosts?.[0]?.from}..${before.ghosts?.[0]?.to}`);
 
 			const after = await manifestOf(dir);
-			expect(after.generation).toBe((before.generation ?? 0) + entries);
+			expect(after.generation).toBe((before.generation ?? 0) + entries + 1);
 			// The same entries (ranges, row counts, indexes), each under a generation of the upgrade.
 			const strip = (m: Manifest) =>
-				JSON.parse(JSON.stringify({ ...m, generation: 0 }, (k, v) => (k === "gen" ? 0 : v))) as unknown;
+				JSON.parse(JSON.stringify({ ...m, generation: 0, ranks: [] }, (k, v) => (k === "gen" ? 0 : v))) as unknown;
 			expect(strip(after)).toEqual(strip(before));
+			// And the holder ranks the old code did not write, as a backfill writes them.
+			const freshManifest = await manifestOf(fresh);
+			expect(after.ranks?.map((r) => ({ ...r, gen: 0 }))).toEqual(freshManifest.ranks?.map((r) => ({ ...r, gen: 0 })));
 			const gens = [...after.chunks, ...(after.runs ?? []), ...(after.ghosts ?? []), ...(after.metadata ?? [])].map(
 				(e) => e.gen ?? 0,
 			);
