@@ -138,13 +138,12 @@ export async function ranksStep(
 	const path = rankPath(dataDir, m.chain, entry);
 	const wallets = rankPath(dataDir, m.chain, entry, WALLETS);
 	const files = indexFiles(dataDir, m, "erc20_holders", [prefix.from, prefix.to]).map((f) => f.path);
-	const options = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`;
-	entry.rows = await writer.copy(ranksSql(files), path, options);
+	entry.rows = await writer.copy(ranksSql(files), path, RANK_COPY_OPTIONS);
 	// By holder, from the file just written (its sums are done).
 	await writer.copy(
 		`SELECT * FROM read_parquet('${path.replaceAll("'", "''")}') ORDER BY address, token`,
 		wallets,
-		options,
+		RANK_COPY_OPTIONS,
 	);
 	return exclusive(async () => {
 		// A repair may have unlisted a chunk of the prefix meanwhile: then these ranks are dropped.

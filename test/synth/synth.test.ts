@@ -10,6 +10,7 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { DATASETS, type DatasetName } from "../../src/extract/rows.js";
 import { createStore } from "../../src/query/store.js";
+import { RANK_TABLES, type RankEntry, rankPath } from "../../src/store/holder-ranks.js";
 import { INDEX_NAMES, INDEXES, type IndexName, writtenWith } from "../../src/store/indexes.js";
 import { partitionPath } from "../../src/store/layout.js";
 import { loadManifest, type Manifest } from "../../src/store/manifest.js";
@@ -86,6 +87,11 @@ const listed = () => [
 		path: partitionPath(dir, CHAIN.id, r.index, r),
 	})),
 ];
+/** The holder ranks entry: the settled chunks' blocks (src/store/holder-ranks.ts). */
+const ranks = () => {
+	expect(manifest.ranks?.map((r) => [r.from, r.to])).toEqual([[0, 599]]);
+	return manifest.ranks?.[0] as RankEntry;
+};
 /** An index's key column, and the columns its files are sorted by. */
 const indexKey = (name: string) => (INDEXES as Record<string, { key: string }>)[name]?.key;
 const indexSort = (name: string) => (INDEXES as Record<string, { sortKey: string }>)[name]?.sortKey.split(", ") ?? [];
@@ -172,6 +178,8 @@ describe("writeSynthChain", () => {
 					const name = relative(chainFolder(dir), f.path);
 					return f.name in INDEXES ? [name, `${name}.filter`] : [name];
 				}),
+				// The holder ranks (src/store/holder-ranks.ts), by token and by holder.
+				...RANK_TABLES.map((t) => relative(chainFolder(dir), rankPath(dir, CHAIN.id, ranks(), t))),
 			].sort(),
 		);
 	});
@@ -347,7 +355,8 @@ describe("writeSynthChain", () => {
 		const b = strip(snapshotFiles(chainFolder(other)));
 		// The manifest and its previous generation, and the files of 3 chunks.
 		const files = manifest.chunks.reduce((n, c) => n + c.datasets.length + 2 * (c.indexes?.length ?? 0), 0);
-		expect(a.size).toBe(2 + files + 2 * (manifest.runs?.length ?? 0)); // an index file and its key filter
+		// An index file and its key filter per run; the two holder ranks files.
+		expect(a.size).toBe(2 + files + 2 * (manifest.runs?.length ?? 0) + RANK_TABLES.length);
 		expect(b).toEqual(a);
 	});
 });
