@@ -5,12 +5,21 @@
  * tails chains' heads into the data folder, apart from the API (which sees new blocks on its next request).
  * --delete-grace-ms: how long replaced (compacted, reorged-out) files stay for readers still on them.
  * --delta*: the Delta Lake export (README "Reading the lake from other engines"); kept in the manifest.
+ * --status-port <n> (CHAINLAKE_STATUS_PORT): /healthz, /readyz and /metrics of the followers on
+ *   that port (follow/status-server.ts); off by default. The API processes show the same figures
+ *   from the status file each follower writes.
+ * --publish-to s3://bucket/prefix (CHAINLAKE_PUBLISH_TO): publish the followed chains' files and
+ *   manifests to a bucket after each step, for readers started with --data-url (remote/publisher.ts);
+ *   --s3-endpoint (or AWS_ENDPOINT_URL) for an S3-compatible server.
  * SIGTERM/SIGINT stop it cleanly (the step under way finishes, the lock is released; exit 0); a
  * second one exits at once.
  */
 import { parseArgs } from "node:util";
 import { DEFAULT_DELETE_GRACE_MS } from "../src/follow/follower.js";
 import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
+import { startStatusServer } from "../src/follow/status-server.js";
+import { openBucket } from "../src/remote/bucket.js";
+import { startPublishing } from "../src/remote/publisher.js";
 import { LAKE_FLAG_OPTIONS, lakeFlags } from "../src/store/delta/lake-flags.js";
 import { createLogger } from "../src/util/logger.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
@@ -23,11 +32,19 @@ const { values } = parseArgs({
 		"poll-ms": { type: "string", default: "1000" },
 		"partition-size": { type: "string", default: "1000" },
 		"delete-grace-ms": { type: "string", default: String(DEFAULT_DELETE_GRACE_MS) },
+		"status-port": { type: "string", default: process.env.CHAINLAKE_STATUS_PORT ?? "" },
+		"publish-to": { type: "string", default: process.env.CHAINLAKE_PUBLISH_TO ?? "" },
+		"s3-endpoint": { type: "string", default: "" },
 		...LAKE_FLAG_OPTIONS,
 	},
 });
 if (!values.follow?.length) {
 	process.stderr.write("usage: npm run follow -- --follow eip155-<n>=<rpc url> [--follow ...] [--data-dir data]\n");
+	process.exit(2);
+}
+const statusPort = values["status-port"] ? Number(values["status-port"]) : null;
+if (statusPort !== null && !(Number.isInteger(statusPort) && statusPort >= 0 && statusPort <= 65535)) {
+	process.stderr.write(`--status-port must be a port number (0-65535), got ${values["status-port"]}\n`);
 	process.exit(2);
 }
 const logger = createLogger({});
@@ -47,8 +64,31 @@ try {
 	process.stderr.write(`${(err as Error).message}\n`);
 	process.exit(2);
 }
+let publishing: ReturnType<typeof startPublishing> | undefined;
+if (values["publish-to"]) {
+	try {
+		const bucket = openBucket(values["publish-to"], { endpoint: values["s3-endpoint"] || undefined });
+		publishing = startPublishing(
+			bucket,
+			values["data-dir"] as string,
+			values.follow.map((f) => parseFollowSpec(f).chain),
+			{
+				intervalMs: Number(values["poll-ms"]),
+				logger,
+				writes: (chain) => follow.sources.get(chain)?.stats.standby == null,
+			},
+		);
+	} catch (err) {
+		process.stderr.write(`${(err as Error).message}\n`);
+		process.exit(2);
+	}
+}
+const status = statusPort === null ? null : await startStatusServer(follow.sources, statusPort);
+if (status) logger.info(`follower status on ${status.address}/readyz and /metrics`);
 onStopSignal(async () => {
+	await status?.app.close();
 	await follow.stop();
+	await publishing?.stop();
 	logger.info("stopped");
 	process.exit(0);
 }, logger.info);

@@ -5,7 +5,15 @@
  * per second per API key, default 50, 0 = off, and the burst, default twice the rate;
  * `--max-response-mb <n>` (CHAINLAKE_MAX_RESPONSE_MB): the largest list answer, default 32;
  * `--query-timeout-ms <n>` (CHAINLAKE_QUERY_TIMEOUT_MS): DuckDB time one request may use before
- * it is cut with 503 QUERY_TIMEOUT, default 10000.
+ * it is cut with 503 QUERY_TIMEOUT, default 10000;
+ * `--memory-limit <size>` (CHAINLAKE_MEMORY_LIMIT): DuckDB's memory for this process, default 2GB
+ * (several API processes on one machine: give each its share).
+ * `--follow` on several processes over one folder: one writes, the others stand by (README "Scaling out").
+ * `--data-url s3://bucket/prefix` (CHAINLAKE_DATA_URL): read a lake a writer publishes to a bucket
+ * instead of a folder, keeping the files queries touch in `--cache-dir` (default .chainlake-cache)
+ * up to `--cache-size` (default 10GB), the manifests fetched every `--poll-ms`; `--s3-endpoint`
+ * (or AWS_ENDPOINT_URL) for an S3-compatible server. `--publish-to s3://bucket/prefix` with
+ * --follow: publish the followed chains there (README "The lake on object storage").
  * Deadlines for slow clients are buildApp's defaults (src/api/server-timeouts.ts).
  */
 import { parseArgs } from "node:util";
@@ -14,7 +22,11 @@ import { createKeyring } from "../src/api/keys.js";
 import { keysPath } from "../src/api/keys-path.js";
 import { parseRateLimit, type RateLimitOptions } from "../src/api/rate-limit.js";
 import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
-import { createStore, DEFAULT_QUERY_TIMEOUT_MS } from "../src/query/store.js";
+import { createStore, DEFAULT_MEMORY_LIMIT, DEFAULT_QUERY_TIMEOUT_MS, parseMemoryLimit } from "../src/query/store.js";
+import { openBucket, parseBucketUrl } from "../src/remote/bucket.js";
+import { parseCacheSize } from "../src/remote/file-cache.js";
+import { startPublishing } from "../src/remote/publisher.js";
+import { openRemoteLake } from "../src/remote/remote-lake.js";
 import { LAKE_FLAG_OPTIONS, lakeFlags } from "../src/store/delta/lake-flags.js";
 import { createLogger } from "../src/util/logger.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
@@ -36,6 +48,12 @@ const options = {
 		type: "string",
 		default: process.env.CHAINLAKE_QUERY_TIMEOUT_MS || String(DEFAULT_QUERY_TIMEOUT_MS),
 	},
+	"memory-limit": { type: "string", default: process.env.CHAINLAKE_MEMORY_LIMIT || DEFAULT_MEMORY_LIMIT },
+	"data-url": { type: "string", default: process.env.CHAINLAKE_DATA_URL ?? "" },
+	"cache-dir": { type: "string", default: ".chainlake-cache" },
+	"cache-size": { type: "string", default: "10GB" },
+	"s3-endpoint": { type: "string", default: "" },
+	"publish-to": { type: "string", default: "" },
 	// With --follow: the Delta Lake export's settings (README "Reading the lake from other engines").
 	...LAKE_FLAG_OPTIONS,
 } as const;
@@ -47,7 +65,25 @@ try {
 	process.stderr.write(`${(err as Error).message}\n`);
 	process.exit(2);
 }
-const dataDir = values["data-dir"] as string;
+const dataUrl = values["data-url"] as string;
+// Over a bucket, the local folder the store reads is the cache.
+const dataDir = dataUrl ? (values["cache-dir"] as string) : (values["data-dir"] as string);
+const fail = (message: string): never => {
+	process.stderr.write(`${message}\n`);
+	process.exit(2);
+};
+if (dataUrl && values.follow?.length)
+	fail("--data-url reads a lake another process writes: start the writer with npm run follow -- --publish-to <url>");
+if (values["publish-to"] && !values.follow?.length)
+	fail("--publish-to publishes the chains this process follows: add --follow");
+const cacheBytes =
+	parseCacheSize(values["cache-size"] as string) ??
+	fail(`--cache-size must be a size such as 512MB or 20GB, got ${values["cache-size"]}`);
+try {
+	for (const url of [dataUrl, values["publish-to"] as string]) if (url) parseBucketUrl(url);
+} catch (err) {
+	fail((err as Error).message);
+}
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
 	process.stderr.write(`--port must be a port number (0-65535), got ${values.port}\n`);
@@ -70,6 +106,11 @@ if (!Number.isInteger(queryTimeoutMs) || queryTimeoutMs < 1 || queryTimeoutMs > 
 	process.stderr.write(
 		`--query-timeout-ms must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}, got ${values["query-timeout-ms"]}\n`,
 	);
+	process.exit(2);
+}
+const memoryLimit = parseMemoryLimit(values["memory-limit"] as string);
+if (memoryLimit === null) {
+	process.stderr.write(`--memory-limit must be a size such as 512MB or 2GB, got ${values["memory-limit"]}\n`);
 	process.exit(2);
 }
 const logger = createLogger({});
@@ -98,13 +139,37 @@ try {
 	process.stderr.write(`${(err as Error).message}\n`);
 	process.exit(2);
 }
-const store = await createStore(dataDir, { queryTimeoutMs });
+const endpoint = (values["s3-endpoint"] as string) || undefined;
+const remote = dataUrl
+	? await openRemoteLake({
+			url: dataUrl,
+			cacheDir: dataDir,
+			cacheBytes,
+			pollMs: Number(values["poll-ms"]),
+			endpoint,
+			logger,
+		})
+	: undefined;
+const publishing = values["publish-to"]
+	? startPublishing(
+			openBucket(values["publish-to"] as string, { endpoint }),
+			dataDir,
+			(values.follow ?? []).map((f) => parseFollowSpec(f).chain),
+			{
+				intervalMs: Number(values["poll-ms"]),
+				logger,
+				writes: (chain) => follow?.sources.get(chain)?.stats.standby == null,
+			},
+		)
+	: undefined;
+const store = await createStore(dataDir, { queryTimeoutMs, memoryLimit, files: remote?.files });
 const app = await buildApp({
 	store,
 	keyring,
 	dataDir,
 	basePath: values["base-path"],
 	followers: follow.sources,
+	remote,
 	logger: { level: process.env.LOG_LEVEL ?? "info", redact: ["req.headers.authorization"] },
 	rateLimit,
 	maxResponseBytes: Math.round(maxResponseMb * 1024 * 1024),
@@ -125,7 +190,9 @@ if (keyring.count() === 0)
 onStopSignal(
 	async () => {
 		await follow?.stop();
+		await publishing?.stop();
 		await app.close();
+		await remote?.stop();
 		store.close();
 		process.exit(0);
 	},

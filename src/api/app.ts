@@ -12,6 +12,8 @@ import { DamagedDataError } from "../query/damaged-data-error.js";
 import { TooManyChangesError } from "../query/deltas.js";
 import { QueryTimeoutError } from "../query/query-timeout-error.js";
 import type { Store } from "../query/store.js";
+import { UnavailableError } from "../query/unavailable-error.js";
+import type { RemoteStatus } from "../remote/remote-lake.js";
 import { authenticate } from "./auth.js";
 import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
@@ -36,6 +38,8 @@ export interface AppOptions {
 	dataDir: string;
 	/** Path prefix before /{chain_id}/v1, e.g. /tsunami (api-contract.md §1). */
 	basePath?: string;
+	/** The lake's bucket, when this process reads one through a cache (remote/remote-lake.ts), for /readyz. */
+	remote?: { status(): RemoteStatus };
 	/** Head followers running in this process, by chain, for /metrics and /readyz. */
 	followers?: Map<string, FollowSource>;
 	logger?: FastifyServerOptions["logger"];
@@ -77,7 +81,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	app.setValidatorCompiler(validatorCompiler);
 	app.setReplySerializer((payload) => stringifyExact(payload));
 	const metrics = createMetrics();
-	const ctx = { store: opts.store, keyring: opts.keyring, metrics, followers: opts.followers ?? new Map() };
+	const ctx = {
+		store: opts.store,
+		keyring: opts.keyring,
+		metrics,
+		followers: opts.followers ?? new Map(),
+		remote: opts.remote,
+	};
 	const base = opts.basePath ?? "";
 	const limiter = opts.rateLimit && opts.rateLimit.perSecond > 0 ? createRateLimiter(opts.rateLimit) : null;
 	app.decorate("maxResponseBytes", opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
@@ -143,6 +153,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		}
 		// A balance at a past block that would sum too many holdings from transfers (query/deltas.ts).
 		if (err instanceof TooManyChangesError) return reply.code(503).send(errorBody(503, err.code, err.message));
+		// Too busy to start a query in time, or the bucket of a reader over S3 did not answer.
+		if (err instanceof UnavailableError) {
+			req.log.warn({ route: req.routeOptions.url ?? null, code: err.code }, err.message);
+			return reply.code(503).send(errorBody(503, err.code, err.message));
+		}
 		// A listed file (or the manifest) missing or damaged: not the client's doing, nor a bug; the
 		// message names the blocks and the operator's repair, no path (src/query/damaged-data-error.ts).
 		if (err instanceof DamagedDataError) {

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Snapshot, Store } from "../query/store.js";
+import type { RemoteStatus } from "../remote/remote-lake.js";
 import { notFound } from "./errors.js";
 import type { Keyring } from "./keys.js";
 import type { FollowSource, Metrics } from "./metrics.js";
@@ -10,6 +11,8 @@ export interface ApiContext {
 	keyring: Keyring;
 	metrics: Metrics;
 	followers: Map<string, FollowSource>;
+	/** Set when the lake is read from a bucket through a local cache (remote/remote-lake.ts). */
+	remote?: { status(): RemoteStatus };
 	log?: FastifyBaseLogger;
 }
 

@@ -1,5 +1,5 @@
 import type { FollowerStats } from "../follow/follower.js";
-import { lakeExportStatus } from "../store/manifest.js";
+import { type LakeExportStatus, lakeExportStatus } from "../store/manifest.js";
 
 /** Latency buckets in seconds: a point lookup should land in the first few. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -8,6 +8,8 @@ const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 export interface FollowSource {
 	stats: FollowerStats;
 	rpcErrors: Record<string, number>;
+	/** The Delta Lake export's failures, where they are another process's (its status file). */
+	deltaExport?: LakeExportStatus;
 }
 
 /** Request latency by route, and follower figures, in Prometheus text format. */
@@ -29,7 +31,8 @@ export function createMetrics() {
 		},
 		render(
 			followers: Map<string, FollowSource>,
-			heads: Map<string, { block: number; timestamp: number } | null>,
+			/** Stored heads; a null timestamp (a writer's own view, follow/status-server.ts) skips the lag in seconds. */
+			heads: Map<string, { block: number; timestamp: number | null } | null>,
 		): string {
 			const out: string[] = [];
 			const metric = (name: string, type: string, help: string) =>
@@ -40,7 +43,8 @@ export function createMetrics() {
 			metric("chainlake_lag_seconds", "gauge", "Seconds since the newest stored block's timestamp.");
 			const now = Date.now() / 1000;
 			for (const [chain, h] of heads)
-				if (h) out.push(`chainlake_lag_seconds{chain="${chain}"} ${Math.max(0, now - h.timestamp).toFixed(0)}`);
+				if (h?.timestamp != null)
+					out.push(`chainlake_lag_seconds{chain="${chain}"} ${Math.max(0, now - h.timestamp).toFixed(0)}`);
 			metric("chainlake_node_head_block", "gauge", "The node's head, as last polled by the follower.");
 			metric("chainlake_lag_blocks", "gauge", "Blocks the node has that are not stored yet.");
 			metric("chainlake_blocks_ingested_total", "counter", "Blocks appended by the follower.");
@@ -61,7 +65,9 @@ export function createMetrics() {
 				out.push(`chainlake_blocks_ingested_total{chain="${chain}"} ${s.blocksIngested}`);
 				out.push(`chainlake_reorgs_total{chain="${chain}"} ${s.reorgs}`);
 				out.push(`chainlake_follow_faults_total{chain="${chain}"} ${s.faults}`);
-				out.push(`chainlake_delta_export_failures_total{chain="${chain}"} ${lakeExportStatus(chain)?.failures ?? 0}`);
+				out.push(
+					`chainlake_delta_export_failures_total{chain="${chain}"} ${(f.deltaExport ?? lakeExportStatus(chain))?.failures ?? 0}`,
+				);
 				out.push(`chainlake_rpc_requests_total{chain="${chain}"} ${s.node.attempts}`);
 				for (const [kind, n] of Object.entries(f.rpcErrors))
 					out.push(`chainlake_rpc_errors_total{chain="${chain}",kind="${label(kind)}"} ${n}`);

@@ -39,6 +39,7 @@ import { crashPoint } from "../util/crash-point.js";
 import { freeSpace, isDiskFull } from "../util/disk-full.js";
 import type { Logger } from "../util/logger.js";
 import { sliceRows } from "./slice-rows.js";
+import { writeStatus } from "./status-file.js";
 
 /** Blocks this deep below the head are final: no reorg may reach them; their files are compacted. */
 export const DEFAULT_FINALITY_DEPTH = 12;
@@ -89,6 +90,11 @@ export interface FollowerStats {
 	lastFault: { at: number; message: string } | null;
 	/** The node as this follower's RPC client sees it (errors retried within steps included). */
 	node: RpcHealth;
+	/**
+	 * Another process holds the chain's write lock (its message), so this one stands by: it
+	 * takes over at the first poll after that writer stops. Null while this one writes.
+	 */
+	standby: string | null;
 }
 
 /**
@@ -115,6 +121,22 @@ export function createFollower(opts: FollowerOptions) {
 		lastStepAt: null,
 		lastFault: null,
 		node: rpc.health,
+		standby: null,
+	};
+	const pollMs = opts.pollMs ?? 1000;
+	/**
+	 * The writer's health for API processes that do not follow (status-file.ts), at most once a
+	 * second (a fast poll would rewrite it many times a second); a failed write is no fault.
+	 */
+	let reportedAt = 0;
+	const report = (stopped = false) => {
+		if (!stopped && Date.now() - reportedAt < 1000) return;
+		reportedAt = Date.now();
+		try {
+			writeStatus(dataDir, chain.id, { stats, rpcErrors: rpc.errors }, pollMs, stopped);
+		} catch (err) {
+			logger.warn(`follow ${chain.id}: could not write its status file: ${(err as Error).message}`);
+		}
 	};
 	let state: {
 		manifest: Manifest;
@@ -513,20 +535,29 @@ export function createFollower(opts: FollowerOptions) {
 		start(onEvent: (e: FollowEvent) => void = () => {}) {
 			running = (async () => {
 				while (!stopping) {
-					let wait = opts.pollMs ?? 1000;
+					let wait = pollMs;
 					try {
 						const events = await step();
+						if (stats.standby) logger.info(`follow ${chain.id}: took over writing (the other writer stopped)`);
+						stats.standby = null;
 						for (const e of events) onEvent(e);
 						// Only a step that wrote shows the disk has room again (one without new blocks writes nothing).
 						if (events.some((e) => e.type !== "fault")) await onDiskBack();
 					} catch (err) {
 						const full = isDiskFull(err);
 						const message = (err as Error).message;
-						stats.faults++;
-						stats.lastFault = { at: Date.now(), message: full ? `disk full in ${dataDir}: ${message}` : message };
-						if (full) wait = await onDiskFull(err);
-						else logger.error(`follow ${chain.id}: ${message}`);
+						if ((err as { code?: string }).code === "DATA_DIR_LOCKED") {
+							// One writer, many readers: not a fault, said once.
+							if (!stats.standby) logger.info(`follow ${chain.id}: ${message}; standing by to take over`);
+							stats.standby = message;
+						} else {
+							stats.faults++;
+							stats.lastFault = { at: Date.now(), message: full ? `disk full in ${dataDir}: ${message}` : message };
+							if (full) wait = await onDiskFull(err);
+							else logger.error(`follow ${chain.id}: ${message}`);
+						}
 					}
+					if (!stats.standby) report();
 					if (!stopping) await pause(wait);
 				}
 			})();
@@ -547,6 +578,7 @@ export function createFollower(opts: FollowerOptions) {
 				if (due <= Date.now()) run();
 			}
 			await Promise.all(deleting);
+			if (state) report(true);
 			state?.writer.close();
 			state?.unlock();
 			state = null;

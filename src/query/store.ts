@@ -1,4 +1,4 @@
-import { existsSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { relative } from "node:path";
 import {
@@ -39,6 +39,7 @@ import {
 } from "./damaged-data-error.js";
 import { lockDown } from "./lock-down.js";
 import { QueryTimeoutError } from "./query-timeout-error.js";
+import { UnavailableError } from "./unavailable-error.js";
 import { chainsIn } from "./views.js";
 
 export type Row = Record<string, unknown>;
@@ -50,6 +51,14 @@ const POOL_SIZE = 4;
 const MAX_PREPARED = 256;
 /** Default time budget of a query, or of all the queries of one snapshot (one API request) together. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
+/**
+ * How long after a request took its snapshot it may still start a query. Replaced files stay
+ * at least MIN_DELETE_GRACE_MS after the manifest that replaced them (the writer's grace, or the
+ * lake's retention): a request that waited longer for a connection could open a deleted file,
+ * so it is refused as busy instead (the query budget counts DuckDB time, not the wait).
+ */
+export const SNAPSHOT_MAX_AGE_MS = 25_000;
+export const MIN_DELETE_GRACE_MS = 30_000;
 
 export interface StoreOptions {
 	/**
@@ -64,6 +73,26 @@ export interface StoreOptions {
 	 * short shows when a query reads it.
 	 */
 	damageRecheckMs?: number;
+	/**
+	 * DuckDB's memory limit for this process's queries (a size such as "2GB"; default
+	 * DEFAULT_MEMORY_LIMIT). Without one DuckDB takes 80% of the machine's RAM per process, so N
+	 * API processes on one machine would promise it N times over.
+	 */
+	memoryLimit?: string;
+	/**
+	 * Where the files come from when `dataDir` is a read-through cache of a lake in a bucket
+	 * (remote/file-cache.ts): each query holds the files it reads (fetched if not here) until it
+	 * ends. Then files are not checked in the background (that would fetch them all): a damaged
+	 * or missing one shows when a query reads it.
+	 */
+	files?: { hold(paths: readonly string[]): Promise<() => void> };
+}
+
+export const DEFAULT_MEMORY_LIMIT = "2GB";
+
+/** A DuckDB memory size as the flags take it ("512MB", "2GB", "1.5GiB"), or null if it is none. */
+export function parseMemoryLimit(text: string): string | null {
+	return /^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(text.trim()) ? text.trim() : null;
 }
 
 export interface Store {
@@ -136,13 +165,36 @@ const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
  * leftovers never are. Prepared statements are cached per connection (and per file list).
  * DuckDB can reach no file outside `dataDir` (see lockDown), and no query runs past its budget.
  */
+/**
+ * The generation a manifest file holds, read from its first bytes (saveManifest writes it among
+ * the first keys), or "" if not found there. Every save changes it, where mtime and size may not
+ * (two saves within one clock tick, the same size; a network filesystem's cached attributes: the
+ * read goes to the file itself).
+ */
+function generationOf(path: string): string {
+	let fd: number | null = null;
+	try {
+		fd = openSync(path, "r");
+		const head = Buffer.alloc(512);
+		const n = readSync(fd, head, 0, head.length, 0);
+		return /"generation":\s*(\d+)/.exec(head.subarray(0, n).toString("utf8"))?.[1] ?? "";
+	} catch {
+		return "";
+	} finally {
+		if (fd !== null) closeSync(fd);
+	}
+}
+
 export async function createStore(dataDir: string, options: StoreOptions = {}): Promise<Store> {
 	const budgetMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
 	// setTimeout fires at once for delays past 2^31-1 ms: refuse what it cannot time.
 	if (!Number.isInteger(budgetMs) || budgetMs < 1 || budgetMs > 2 ** 31 - 1) {
 		throw new Error(`queryTimeoutMs must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}, got ${budgetMs}`);
 	}
-	const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
+	const instance = await DuckDBInstance.create(":memory:", {
+		threads: "2",
+		memory_limit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
+	});
 	await lockDown(instance, dataDir);
 	const idle: { conn: DuckDBConnection; prepared: Map<string, DuckDBPreparedStatement> }[] = [];
 	for (let i = 0; i < POOL_SIZE; i++) idle.push({ conn: await instance.connect(), prepared: new Map() });
@@ -161,7 +213,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 			while (i > 0 && (waiting[i - 1] as (typeof waiting)[number]).since > since) i--;
 			waiting.splice(i, 0, w);
 		});
-	const release = (c: Pooled) => {
+	const releaseConnection = (c: Pooled) => {
 		const next = waiting.shift();
 		if (next) next.take(c);
 		else idle.push(c);
@@ -172,7 +224,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	const manifests = new Map<string, { stamp: string; manifest: Manifest | null; problem: string | null }>();
 	const manifestState = (chain: string) => {
 		const path = manifestPath(dataDir, chain);
-		const stamp = existsSync(path) ? `${statSync(path).mtimeMs}:${statSync(path).size}` : "none";
+		const stamp = existsSync(path) ? `${generationOf(path)}:${statSync(path).mtimeMs}:${statSync(path).size}` : "none";
 		const cached = manifests.get(chain);
 		if (cached?.stamp === stamp) return cached;
 		const state = { stamp, ...readManifestChecked(dataDir, chain) };
@@ -234,6 +286,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	const sweeps = new WeakMap<Manifest, Promise<void>>();
 	const sweep = (chain: string, manifest: Manifest): Promise<void> => {
 		let p = sweeps.get(manifest);
+		if (!p && options.files) p = Promise.resolve();
 		if (!p) {
 			const h = healthOf(chain);
 			const listed = listedPaths(dataDir, manifest);
@@ -356,14 +409,24 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				if (filters.has(path) || absent.has(path)) return undefined;
 				let p = loading.get(path);
 				if (!p) {
-					p = loadKeyFilter(path).then(
-						(f) => {
-							filters.set(path, f);
-						},
-						(err: NodeJS.ErrnoException) => {
-							if (err.code === "ENOENT") absent.add(path);
-						},
-					);
+					// From a bucket: fetched into the cache, read, and let go (the filter stays in memory).
+					const held = options.files ? options.files.hold([path]) : Promise.resolve(() => {});
+					p = held
+						.then(async (release) => {
+							try {
+								return await loadKeyFilter(path);
+							} finally {
+								release();
+							}
+						})
+						.then(
+							(f) => {
+								filters.set(path, f);
+							},
+							(err: NodeJS.ErrnoException) => {
+								if (err.code === "ENOENT") absent.add(path);
+							},
+						);
 					loading.set(path, p);
 					void p.finally(() => loading.delete(path));
 				}
@@ -408,7 +471,27 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		// A key lookup whose every candidate file the filters ruled out: no rows, no query.
 		if (key !== undefined && read.files === 0) return [];
 		if (budget.leftMs <= 0) throw new QueryTimeoutError(budgetMs);
+		// From a bucket: the files are fetched before a connection is taken (the fetch is not DuckDB
+		// time), and kept until the query ends.
+		let release = () => {};
+		if (options.files)
+			try {
+				release = await options.files.hold(read.paths);
+			} catch (err) {
+				throw new UnavailableError(
+					"LAKE_UNREACHABLE",
+					`the lake's files could not be fetched from its bucket (${(err as Error).message.split("\n")[0]}): retry later`,
+				);
+			}
 		const c = await acquire(budget.since);
+		if (performance.now() - budget.since > SNAPSHOT_MAX_AGE_MS) {
+			release();
+			releaseConnection(c);
+			throw new UnavailableError(
+				"BUSY",
+				`the server is too busy: this request waited over ${SNAPSHOT_MAX_AGE_MS / 1000} s for a query slot; retry later`,
+			);
+		}
 		const started = performance.now();
 		// interrupt() stops the query running on this connection; the timer is cleared before the
 		// connection goes back to the pool, so it never hits another request's query (and an
@@ -440,7 +523,8 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		} finally {
 			clearTimeout(timer);
 			budget.leftMs -= performance.now() - started;
-			release(c);
+			release();
+			releaseConnection(c);
 		}
 	}
 

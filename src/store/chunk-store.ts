@@ -9,7 +9,7 @@ import { lakeExporter } from "./delta/lake-export.js";
 import { RANK_TABLES } from "./holder-ranks.js";
 import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "./indexes.js";
 import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
-import { chainDir, manifestPath, partitionPath, stagingDir } from "./layout.js";
+import { chainDir, manifestPath, partitionPath, stagingDir, statusPath } from "./layout.js";
 import { listedPaths } from "./listing.js";
 import {
 	type ChunkEntry,
@@ -221,9 +221,11 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 	// A manifest save cut short between its write and its rename; a later save would overwrite
 	// it, but a run with nothing to commit would leave it for good.
 	// (And the same for the previous generation's link; `_manifest.prev.json` itself is kept.)
+	// (And the writer's status file's, follow/status-file.ts.)
 	for (const tmp of [
 		`${manifestPath(dataDir, manifest.chain)}.tmp`,
 		`${previousManifestPath(dataDir, manifest.chain)}.tmp`,
+		`${statusPath(dataDir, manifest.chain)}.tmp`,
 	]) {
 		if (!existsSync(tmp)) continue;
 		await rm(tmp, { force: true });

@@ -46,6 +46,11 @@ export function manifestPath(dataDir: string, chainId: string): string {
 	return join(dataDir, chainId, "_manifest.json");
 }
 
+/** The chain's writer's health, for API processes that do not write (follow/status-file.ts). */
+export function statusPath(dataDir: string, chainId: string): string {
+	return join(dataDir, chainId, "_status.json");
+}
+
 export function stagingDir(dataDir: string, chainId: string): string {
 	return join(dataDir, chainId, "_staging");
 }

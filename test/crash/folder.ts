@@ -52,6 +52,8 @@ export function folderState(chainDir: string) {
 				f !== "_manifest.json" &&
 				f !== "_manifest.prev.json" &&
 				f !== "_lock" &&
+				// The writer's status for the API processes (src/follow/status-file.ts): no data.
+				f !== "_status.json" &&
 				!listed.has(f) &&
 				!f.includes("/_delta_log/") &&
 				!retained.has(f),

@@ -1,9 +1,11 @@
 import type { FastifyInstance } from "fastify";
+import { readStatus, staleAfterMs } from "../../follow/status-file.js";
 import { latestBlock } from "../../query/blocks.js";
 import { nodeStatus } from "../../rpc/client.js";
 import { lakeExportStatus, readManifestSafe } from "../../store/manifest.js";
 import type { ApiContext } from "../context.js";
 import { errorBody } from "../errors.js";
+import type { FollowSource } from "../metrics.js";
 
 /** Stored head per chain: block number and timestamp, or null when nothing is stored. */
 async function storedHeads(ctx: ApiContext) {
@@ -20,10 +22,24 @@ async function storedHeads(ctx: ApiContext) {
 	return heads;
 }
 
+/**
+ * The chain's writer as this process knows it: its own follower while that writes; otherwise the
+ * writer's status file (another process's follower: `npm run follow`, or the `serve --follow`
+ * that holds the lock while this one stands by); a standby follower of its own if there is no
+ * status file yet; or none.
+ */
+function writerOf(ctx: ApiContext, dataDir: string, chain: string) {
+	const own = ctx.followers.get(chain);
+	if (own && !own.stats.standby) return { source: own, status: null };
+	const status = readStatus(dataDir, chain);
+	if (status) return { source: status.source, status };
+	return own ? { source: own, status: null } : null;
+}
+
 /** Liveness, readiness and metrics; no key needed (for load balancers, orchestrators, Prometheus). */
 export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: string) {
-	const deltaExport = (chain: string) => {
-		const s = lakeExportStatus(chain);
+	const deltaExport = (chain: string, f: FollowSource) => {
+		const s = f.deltaExport ?? lakeExportStatus(chain);
 		return s
 			? {
 					failures: s.failures,
@@ -45,10 +61,15 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 			);
 			const chains = [...heads].map(([chain, head]) => {
 				const manifest = readManifestSafe(dataDir, chain);
-				const f = ctx.followers.get(chain);
+				const own = ctx.followers.get(chain);
+				const writer = writerOf(ctx, dataDir, chain);
+				const f = writer?.source;
+				const status = writer?.status;
 				return {
 					chain,
-					ready: head != null && (f === undefined || f.stats.lastStepAt != null),
+					// Ready when it can serve the chain: a process that writes it once its first step is
+					// done; one that only reads (or stands by) once there is data, whatever the writer does.
+					ready: head != null && (own === undefined || own.stats.standby != null || own.stats.lastStepAt != null),
 					head_block: head?.block ?? null,
 					head_lag_seconds: head ? Math.max(0, Math.round(Date.now() / 1000 - head.timestamp)) : null,
 					ranges: manifest?.chunks.length ?? 0,
@@ -60,6 +81,20 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 					damaged_files: damage.get(chain) ?? [],
 					follower: f
 						? {
+								// Who writes the chain: this process, or another one whose status file this is.
+								writer: own && !own.stats.standby ? "this process" : "another process",
+								// This process follows too, and takes over when the writer's lock is free.
+								standby: own?.stats.standby != null,
+								...(status && {
+									status_file: {
+										pid: status.pid,
+										host: status.host,
+										written_at: new Date(status.written_at).toISOString(),
+										// Much older than the writer's poll interval: it is stuck or gone.
+										stale: status.stopped || Date.now() - status.written_at > staleAfterMs(status),
+										stopped: status.stopped,
+									},
+								}),
 								node_head_block: f.stats.nodeHead,
 								lag_blocks: f.stats.nodeHead == null ? null : Math.max(0, f.stats.nodeHead - (head?.block ?? -1)),
 								blocks_ingested: f.stats.blocksIngested,
@@ -69,7 +104,7 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 								last_step_at: f.stats.lastStepAt ? new Date(f.stats.lastStepAt).toISOString() : null,
 								// The Delta Lake logs this writer keeps (store/delta/): a failed export is retried at
 								// the next save, and the files the logs list stay on disk meanwhile.
-								delta_export: deltaExport(chain),
+								delta_export: deltaExport(chain, f),
 								last_fault: f.stats.lastFault && {
 									at: new Date(f.stats.lastFault.at).toISOString(),
 									message: f.stats.lastFault.message,
@@ -90,12 +125,25 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 			// A damaged key file refuses every data request (503 KEYS_UNAVAILABLE): not ready, with that error.
 			const keys = ctx.keyring.unavailable();
 			const ready = keys === null && chains.length > 0 && chains.every((c) => c.ready);
-			if (keys !== null) return reply.code(503).send({ ...errorBody(503, "KEYS_UNAVAILABLE", keys), ready, chains });
-			return reply.code(ready ? 200 : 503).send({ ready, chains });
+			// A reader over a bucket: where its lake is, when its manifests were last fetched, its cache.
+			const lake = ctx.remote ? { lake: ctx.remote.status() } : {};
+			if (keys !== null)
+				return reply.code(503).send({ ...errorBody(503, "KEYS_UNAVAILABLE", keys), ready, chains, ...lake });
+			return reply.code(ready ? 200 : 503).send({ ready, chains, ...lake });
 		},
 	);
 
+	/** Each served chain's writer, for /metrics: the same figures whichever process writes. */
+	const writers = () => {
+		const out = new Map<string, FollowSource>();
+		for (const chain of new Set([...ctx.store.chains(), ...ctx.followers.keys()])) {
+			const w = writerOf(ctx, dataDir, chain);
+			if (w) out.set(chain, w.source);
+		}
+		return out;
+	};
+
 	app.get("/metrics", { schema: { summary: "Prometheus metrics", tags: ["health"] } }, async (_req, reply) =>
-		reply.type("text/plain; version=0.0.4").send(ctx.metrics.render(ctx.followers, await storedHeads(ctx))),
+		reply.type("text/plain; version=0.0.4").send(ctx.metrics.render(writers(), await storedHeads(ctx))),
 	);
 }

@@ -1,0 +1,68 @@
+import { DEFAULT_TIMEOUTS } from "../api/server-timeouts.js";
+
+export interface HaproxySetup {
+	/** Where HAProxy listens. */
+	bind: { host: string; port: number };
+	/** The API processes (`npm run serve`), each on its own port. */
+	readers: { host: string; port: number }[];
+}
+
+const s = (ms: number) => `${Math.ceil(ms / 1000)}s`;
+
+/**
+ * HAProxy's configuration for N API processes over one lake (README "Scaling out"). Every choice
+ * follows from the service:
+ * - `balance hdr(Authorization)` with consistent hashing: one API key always reaches the same
+ *   process while it is up, so the per-process rate limit is the key's whole limit and its
+ *   queries warm one process's caches (a request without the header goes round robin);
+ * - `/readyz` as the health check: a process is sent requests once it can serve the data, and
+ *   taken out after two failed checks a second apart;
+ * - timeouts just above the service's own (src/api/server-timeouts.ts), so a slow query ends
+ *   in the service's 503 with its error body rather than in HAProxy's 504, and idle connections
+ *   to a process are closed by HAProxy before the process closes them (no request sent on a
+ *   connection being closed).
+ */
+export function haproxyConfig(setup: HaproxySetup): string {
+	const t = DEFAULT_TIMEOUTS;
+	return `# chainlake: N API processes (npm run serve) over one lake, one writer (npm run follow).
+# Written by src/cluster/haproxy-config.ts; \`npm run cluster\` writes its own for --processes N.
+global
+    maxconn 4096
+
+defaults
+    mode http
+    option http-keep-alive
+    timeout connect 5s
+    timeout client ${s(t.idleMs)}
+    timeout http-request ${s(t.headersMs)}
+    # Above the service's handler deadline (${s(t.handlerMs)}): its own 503 reaches the client.
+    timeout server ${s(t.handlerMs + 5_000)}
+    # Below the service's keep-alive (${s(t.keepAliveMs)}): HAProxy closes idle connections first.
+    timeout http-keep-alive ${s(t.keepAliveMs - 5_000)}
+    # A process that refuses the connection (stopped, restarting): the request goes to another.
+    retries 2
+    option redispatch
+
+frontend chainlake
+    bind ${setup.bind.host}:${setup.bind.port}
+    default_backend readers
+
+backend readers
+    # Each API key on one process: exact per-key rate limits, warm caches.
+    balance hdr(Authorization)
+    hash-type consistent
+    option httpchk GET /readyz
+    http-check expect status 200
+    default-server inter 1s fall 2 rise 1
+${setup.readers.map((r, i) => `    server reader${i + 1} ${r.host}:${r.port} check`).join("\n")}
+`;
+}
+
+/** The configuration in deploy/haproxy.cfg: HAProxy on 8080, two API processes on 8081 and 8082. */
+export const EXAMPLE_SETUP: HaproxySetup = {
+	bind: { host: "127.0.0.1", port: 8080 },
+	readers: [
+		{ host: "127.0.0.1", port: 8081 },
+		{ host: "127.0.0.1", port: 8082 },
+	],
+};
