@@ -7,5 +7,10 @@ export default defineConfig({
 		testTimeout: 120_000,
 		hookTimeout: 120_000,
 		maxWorkers: 2,
+		// Names the file of a worker that died (Vitest does not): test/setup/worker-deaths.ts.
+		globalSetup: ["test/setup/worker-deaths.ts"],
+		setupFiles: ["test/setup/file-journal.ts"],
+		// Each file's heap in the report: a file that grows toward the limit shows before it aborts.
+		logHeapUsage: true,
 	},
 });

@@ -4,7 +4,8 @@
  * `npm run cluster` (no writer: the folder holds still) and runs the mixed workload of the load
  * test (scripts/load/requests.ts, the targets `npm run synth` saved) through HAProxy, the
  * connections split over `--keys` API keys (HAProxy hashes keys onto processes). Prints
- * requests/s, p50/p99 and the answers by status. On one machine the processes share its cores
+ * requests/s, p50/p99 and the answers by status, for 1 process, and 2 with 2 and with 1 DuckDB
+ * thread each. On one machine the processes share its cores
  * with HAProxy and the load generator: read the ratio with that in mind.
  */
 import { spawn } from "node:child_process";
@@ -38,11 +39,17 @@ const port = Number(values.port);
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
 
-for (const processes of [1, 2]) {
+// Two processes twice: with DuckDB's default 2 threads each (4 on this machine's 2 cores), and
+// with 1 each (the cores shared out).
+for (const [processes, threads] of [
+	[1, 2],
+	[2, 2],
+	[2, 1],
+] as const) {
 	const cluster = spawn(
 		process.execPath,
 		[
-			...["--import", "tsx", "scripts/cluster.ts", "--processes", String(processes)],
+			...["--import", "tsx", "scripts/cluster.ts", "--processes", String(processes), "--threads", String(threads)],
 			...["--port", String(port), "--data-dir", dataDir, "--rate-limit", "0"],
 		],
 		{ env: { ...process.env, CHAINLAKE_API_KEYS: keys.join(",") }, stdio: ["ignore", "ignore", "pipe"] },
@@ -83,7 +90,7 @@ for (const processes of [1, 2]) {
 		for (const r of runs) for (const [s, n] of Object.entries(r.statuses)) statuses[s] = (statuses[s] ?? 0) + n;
 		const errors = runs.reduce((n, r) => n + r.errors + r.timeouts, 0);
 		process.stdout.write(
-			`${processes} API process(es): ${(requests / seconds).toFixed(1)} requests/s over ${per * keys.length} connections and ${keys.length} keys, ${seconds} s; p50 of the keys' p50 ${median(runs.map((r) => r.latencyMs.p50))} ms, worst p99 ${Math.max(...runs.map((r) => r.latencyMs.p99))} ms; answers ${JSON.stringify(statuses)}, errors ${errors}\n`,
+			`${processes} API process(es), ${threads} DuckDB thread(s) each: ${(requests / seconds).toFixed(1)} requests/s over ${per * keys.length} connections and ${keys.length} keys, ${seconds} s; p50 of the keys' p50 ${median(runs.map((r) => r.latencyMs.p50))} ms, worst p99 ${Math.max(...runs.map((r) => r.latencyMs.p99))} ms; answers ${JSON.stringify(statuses)}, errors ${errors}\n`,
 		);
 	} finally {
 		cluster.kill("SIGTERM");

@@ -4,8 +4,8 @@
  * with its status port, when --follow is given), N API processes (`npm run serve`, ports
  * port+1..port+N) over the same data folder, and HAProxy on --port in front of them, configured
  * by src/cluster/haproxy-config.ts. Passed on: --finality-depth, --poll-ms, --partition-size to
- * the writer; --memory-limit (each API process's DuckDB, default 2GB), --rate-limit and
- * --query-timeout-ms to the API processes; --status-port (default port+100) to the writer.
+ * the writer; --memory-limit and --threads (each API process's DuckDB, default 2GB and 2),
+ * --rate-limit and --query-timeout-ms to the API processes; --status-port (default port+100) to the writer.
  * --haproxy <path>: the binary (default `haproxy`, Debian's package). SIGINT/SIGTERM stop them all;
  * if one of them exits on its own, the others are stopped and this exits 1.
  */
@@ -33,6 +33,7 @@ const options = {
 	"memory-limit": { type: "string", default: DEFAULT_MEMORY_LIMIT },
 	"rate-limit": { type: "string" },
 	"query-timeout-ms": { type: "string" },
+	threads: { type: "string" },
 	haproxy: { type: "string", default: "haproxy" },
 } as const;
 let values: ReturnType<typeof parseArgs<{ options: typeof options }>>["values"];
@@ -117,7 +118,7 @@ for (const [i, r] of readers.entries())
 			"serve.ts",
 			[
 				...["--data-dir", dataDir, "--port", String(r.port), "--host", r.host],
-				...pass("memory-limit", "rate-limit", "query-timeout-ms"),
+				...pass("memory-limit", "rate-limit", "query-timeout-ms", "threads"),
 			],
 			["--max-old-space-size=512"],
 		),

@@ -7,7 +7,8 @@
  * `--query-timeout-ms <n>` (CHAINLAKE_QUERY_TIMEOUT_MS): DuckDB time one request may use before
  * it is cut with 503 QUERY_TIMEOUT, default 10000;
  * `--memory-limit <size>` (CHAINLAKE_MEMORY_LIMIT): DuckDB's memory for this process, default 2GB
- * (several API processes on one machine: give each its share).
+ * (several API processes on one machine: give each its share); `--threads <n>` (CHAINLAKE_THREADS):
+ * DuckDB's threads, default 2 (the same).
  * `--follow` on several processes over one folder: one writes, the others stand by (README "Scaling out").
  * `--data-url s3://bucket/prefix` (CHAINLAKE_DATA_URL): read a lake a writer publishes to a bucket
  * instead of a folder, keeping the files queries touch in `--cache-dir` (default .chainlake-cache)
@@ -49,6 +50,7 @@ const options = {
 		default: process.env.CHAINLAKE_QUERY_TIMEOUT_MS || String(DEFAULT_QUERY_TIMEOUT_MS),
 	},
 	"memory-limit": { type: "string", default: process.env.CHAINLAKE_MEMORY_LIMIT || DEFAULT_MEMORY_LIMIT },
+	threads: { type: "string", default: process.env.CHAINLAKE_THREADS || "2" },
 	"data-url": { type: "string", default: process.env.CHAINLAKE_DATA_URL ?? "" },
 	"cache-dir": { type: "string", default: ".chainlake-cache" },
 	"cache-size": { type: "string", default: "10GB" },
@@ -113,6 +115,11 @@ if (memoryLimit === null) {
 	process.stderr.write(`--memory-limit must be a size such as 512MB or 2GB, got ${values["memory-limit"]}\n`);
 	process.exit(2);
 }
+const threads = Number(values.threads);
+if (!Number.isInteger(threads) || threads < 1 || threads > 256) {
+	process.stderr.write(`--threads must be a whole number from 1 to 256, got ${values.threads}\n`);
+	process.exit(2);
+}
 const logger = createLogger({});
 let keyring: ReturnType<typeof createKeyring>;
 try {
@@ -162,7 +169,7 @@ const publishing = values["publish-to"]
 			},
 		)
 	: undefined;
-const store = await createStore(dataDir, { queryTimeoutMs, memoryLimit, files: remote?.files });
+const store = await createStore(dataDir, { queryTimeoutMs, memoryLimit, threads, files: remote?.files });
 const app = await buildApp({
 	store,
 	keyring,

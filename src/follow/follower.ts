@@ -33,6 +33,8 @@ import {
 import { mergeDue, mergeNext } from "../store/merges.js";
 import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
 import { damagedChunks } from "../store/repair.js";
+import { RETIRE_GRACE_MS } from "../store/retire-later.js";
+import { dropRetired, noteRetired, pendingRetired } from "../store/retired-journal.js";
 import { isFileError } from "../store/verify.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
@@ -46,8 +48,9 @@ export const DEFAULT_FINALITY_DEPTH = 12;
 /** Blocks fetched per step while catching up, so a long gap becomes a series of short commits. */
 const MAX_BLOCKS_PER_STEP = 200;
 /** Replaced files (reorged out, compacted) are deleted this long after the switch, so requests
- * that began on the previous file list can finish. */
-export const DEFAULT_DELETE_GRACE_MS = 30_000;
+ * that began on the previous file list can finish, in any process (with the Delta export on,
+ * its retention keeps them longer still). */
+export const DEFAULT_DELETE_GRACE_MS = RETIRE_GRACE_MS;
 /** The longest wait between polls while the data folder's disk is full. */
 export const DISK_FULL_MAX_BACKOFF_MS = 30_000;
 /** After a failed merge, the next attempt waits this long. */
@@ -163,6 +166,11 @@ export function createFollower(opts: FollowerOptions) {
 			if (applyLakeFlags(manifest, opts.lake ?? {})) await saveManifest(dataDir, manifest);
 			const removed = await removeUnlisted(dataDir, manifest);
 			if (removed.length > 0) logger.info(`removed ${removed.length} files of an interrupted run`);
+			// Files an earlier run retired and kept for readers: deleted when they are due.
+			const pending = new Map<number, string[]>();
+			for (const [f, due] of pendingRetired(chainDir(dataDir, chain.id)))
+				pending.set(due, [...(pending.get(due) ?? []), f]);
+			for (const [due, files] of pending) retire(files, due);
 			const head = await ethBlockNumber(rpc);
 			const traces = head === 0 ? null : await detectTraceFormat(rpc, opts.traces ?? "auto", head, logger);
 			const writer = await createParquetWriter();
@@ -189,8 +197,11 @@ export function createFollower(opts: FollowerOptions) {
 	};
 
 	const lake = lakeExporter(chainDir(dataDir, chain.id));
-	function retire(files: string[]) {
-		const grace = opts.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS;
+	/** Deletes `files` (just unlisted) after the grace, or at `due` (noted before a restart). */
+	function retire(files: string[], due?: number) {
+		const grace = due === undefined ? (opts.deleteGraceMs ?? DEFAULT_DELETE_GRACE_MS) : Math.max(0, due - Date.now());
+		// Noted on disk, so a restart before they are due keeps them too (store/retired-journal.ts).
+		if (due === undefined) noteRetired(chainDir(dataDir, chain.id), files, Date.now() + grace);
 		const run = () => {
 			timers.delete(t);
 			// Unlisted since the manifest switch: a crash midway leaves files the next start removes.
@@ -208,6 +219,7 @@ export function createFollower(opts: FollowerOptions) {
 					await rm(f, { force: true });
 					crashPoint("follow.retire.file-removed");
 				}
+				dropRetired(chainDir(dataDir, chain.id), files);
 			})().catch((err: unknown) => logger.warn(`could not delete replaced files: ${(err as Error).message}`));
 			deleting.add(done);
 			void done.finally(() => deleting.delete(done));
@@ -571,8 +583,8 @@ export function createFollower(opts: FollowerOptions) {
 			wake();
 			await running;
 			await merging;
-			// Deletions already due run now; the others are left to the next start's cleanup, as
-			// readers may still be on those files.
+			// Deletions already due run now; the others are left to the next start (noted in
+			// `_retired.json`), as readers may still be on those files.
 			for (const [t, { due, run }] of timers) {
 				clearTimeout(t);
 				if (due <= Date.now()) run();

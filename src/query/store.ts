@@ -52,13 +52,13 @@ const MAX_PREPARED = 256;
 /** Default time budget of a query, or of all the queries of one snapshot (one API request) together. */
 export const DEFAULT_QUERY_TIMEOUT_MS = 10_000;
 /**
- * How long after a request took its snapshot it may still start a query. Replaced files stay
- * at least MIN_DELETE_GRACE_MS after the manifest that replaced them (the writer's grace, or the
- * lake's retention): a request that waited longer for a connection could open a deleted file,
- * so it is refused as busy instead (the query budget counts DuckDB time, not the wait).
+ * How long after a request took its snapshot it may still start a query. Replaced files stay for
+ * the writer's grace (5 minutes by default, store/retire-later.ts) or the Delta export's retention
+ * after the manifest that replaced them: a request that waited longer for a connection could
+ * open a deleted file, so it is refused as busy instead (the query budget counts DuckDB time, not
+ * the wait). Kept under 30 s, so that a grace shortened to that is still safe.
  */
 export const SNAPSHOT_MAX_AGE_MS = 25_000;
-export const MIN_DELETE_GRACE_MS = 30_000;
 
 export interface StoreOptions {
 	/**
@@ -79,6 +79,13 @@ export interface StoreOptions {
 	 * API processes on one machine would promise it N times over.
 	 */
 	memoryLimit?: string;
+	/**
+	 * DuckDB's threads for this process's queries (default 2, this machine's cores). Several API
+	 * processes on one machine share its cores: give each its share.
+	 */
+	threads?: number;
+	/** SNAPSHOT_MAX_AGE_MS, for tests. */
+	snapshotMaxAgeMs?: number;
 	/**
 	 * Where the files come from when `dataDir` is a read-through cache of a lake in a bucket
 	 * (remote/file-cache.ts): each query holds the files it reads (fetched if not here) until it
@@ -187,12 +194,13 @@ function generationOf(path: string): string {
 
 export async function createStore(dataDir: string, options: StoreOptions = {}): Promise<Store> {
 	const budgetMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
+	const maxAgeMs = options.snapshotMaxAgeMs ?? SNAPSHOT_MAX_AGE_MS;
 	// setTimeout fires at once for delays past 2^31-1 ms: refuse what it cannot time.
 	if (!Number.isInteger(budgetMs) || budgetMs < 1 || budgetMs > 2 ** 31 - 1) {
 		throw new Error(`queryTimeoutMs must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}, got ${budgetMs}`);
 	}
 	const instance = await DuckDBInstance.create(":memory:", {
-		threads: "2",
+		threads: String(options.threads ?? 2),
 		memory_limit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
 	});
 	await lockDown(instance, dataDir);
@@ -484,12 +492,14 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				);
 			}
 		const c = await acquire(budget.since);
-		if (performance.now() - budget.since > SNAPSHOT_MAX_AGE_MS) {
+		// (A reader over a bucket holds its files in the cache until the query ends, and the bucket
+		// keeps replaced files for the lake's retention: a long fetch is no reason to refuse.)
+		if (!options.files && performance.now() - budget.since > maxAgeMs) {
 			release();
 			releaseConnection(c);
 			throw new UnavailableError(
 				"BUSY",
-				`the server is too busy: this request waited over ${SNAPSHOT_MAX_AGE_MS / 1000} s for a query slot; retry later`,
+				`the server is too busy: this request waited over ${maxAgeMs / 1000} s for a query slot; retry later`,
 			);
 		}
 		const started = performance.now();

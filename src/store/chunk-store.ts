@@ -22,6 +22,7 @@ import {
 } from "./manifest.js";
 import { previousManifestPath } from "./manifest-check.js";
 import type { ParquetWriter } from "./parquet-writer.js";
+import { dropRetired, pendingRetired, readRetired } from "./retired-journal.js";
 import { METADATA_TABLE_NAMES } from "./token-metadata.js";
 
 export interface ChunkRange {
@@ -214,7 +215,8 @@ export async function replaceChunks(
 	return remove.flatMap((c) => chunkFiles(dataDir, manifest.chain, c));
 }
 
-/** Removes every data file the manifest does not list (leftovers of an interrupted run). */
+/** Removes every data file the manifest does not list (leftovers of an interrupted run), but
+ * those retired and kept for readers until due. */
 export async function removeUnlisted(dataDir: string, manifest: Manifest): Promise<string[]> {
 	const removed: string[] = [];
 	await rm(stagingDir(dataDir, manifest.chain), { recursive: true, force: true });
@@ -226,12 +228,22 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 		`${manifestPath(dataDir, manifest.chain)}.tmp`,
 		`${previousManifestPath(dataDir, manifest.chain)}.tmp`,
 		`${statusPath(dataDir, manifest.chain)}.tmp`,
+		join(chainDir(dataDir, manifest.chain), "_retired.json.tmp"),
 	]) {
 		if (!existsSync(tmp)) continue;
 		await rm(tmp, { force: true });
 		removed.push(basename(tmp));
 	}
 	const keep = listedPaths(dataDir, manifest);
+	// Files a writer retired and keeps for readers until due (store/retired-journal.ts): not
+	// leftovers. The journal forgets the rest (deleted here, or gone already).
+	const pending = pendingRetired(chainDir(dataDir, manifest.chain));
+	dropRetired(
+		chainDir(dataDir, manifest.chain),
+		readRetired(chainDir(dataDir, manifest.chain))
+			.flatMap((e) => e.files.map((f) => join(chainDir(dataDir, manifest.chain), f)))
+			.filter((f) => !pending.has(f)),
+	);
 	// The Delta logs brought up to this manifest first (a crash may have come between a save and
 	// its export): files they list, or removed within their retention, stay for outside readers.
 	const lake = lakeExporter(chainDir(dataDir, manifest.chain));
@@ -245,7 +257,8 @@ export async function removeUnlisted(dataDir: string, manifest: Manifest): Promi
 			continue;
 		}
 		for (const name of present) {
-			if (keep.has(join(dir, name)) || name === LOG_DIR || lake.retains(join(dir, name))) continue;
+			const path = join(dir, name);
+			if (keep.has(path) || name === LOG_DIR || lake.retains(path) || pending.has(path)) continue;
 			await rm(join(dir, name), { force: true });
 			removed.push(join(d, name));
 			crashPoint("recover.file-removed");

@@ -1,14 +1,19 @@
 import { rm } from "node:fs/promises";
 import { lakeExporter } from "./delta/lake-export.js";
+import { dropRetired, noteRetired } from "./retired-journal.js";
 
-/** How long a file that left the manifest stays on disk for API requests that began before. */
-export const RETIRE_GRACE_MS = 30_000;
+/**
+ * How long a file that left the manifest stays on disk for API requests that began before, in
+ * this process or another (a request may wait for a DuckDB connection before it opens its files:
+ * query/store.ts SNAPSHOT_MAX_AGE_MS bounds that wait well below this).
+ */
+export const RETIRE_GRACE_MS = 5 * 60_000;
 
 /**
  * Deletion of unlisted files after a grace period, for writers that run in passes (backfill,
  * reindex): `retire` notes files, `sweep` deletes those due, called between passes. What is
- * still waiting when the writer ends is removed by the next writer's start-up cleanup
- * (removeUnlisted). The follower keeps its own timers (it runs for good).
+ * still waiting when the writer ends is removed by the next writer once due (removeUnlisted, or
+ * a follower's timers). The follower keeps its own timers (it runs for good).
  */
 export function createRetireLater(chainDir: string, graceMs = RETIRE_GRACE_MS) {
 	// Files the Delta logs removed within their retention are the vacuum's to delete (delta/lake-export.ts).
@@ -16,11 +21,16 @@ export function createRetireLater(chainDir: string, graceMs = RETIRE_GRACE_MS) {
 	const waiting: { at: number; files: string[] }[] = [];
 	return {
 		retire(files: string[]) {
-			waiting.push({ at: Date.now(), files });
+			const at = Date.now();
+			waiting.push({ at, files });
+			// On disk too: the next writer's start keeps them until due (store/retired-journal.ts).
+			noteRetired(chainDir, files, at + graceMs);
 		},
 		async sweep(now = Date.now()) {
 			while (waiting[0] && now - waiting[0].at >= graceMs) {
-				for (const f of waiting.shift()?.files ?? []) if (!lake.retains(f)) await rm(f, { force: true });
+				const files = waiting.shift()?.files ?? [];
+				for (const f of files) if (!lake.retains(f)) await rm(f, { force: true });
+				dropRetired(chainDir, files);
 			}
 		},
 	};

@@ -41,6 +41,13 @@ export function folderState(chainDir: string) {
 		: [];
 	const present = new Set(files);
 	const retained = deltaRetained(chainDir);
+	// Files retired and kept for readers until due, as `_retired.json` notes them (src/store/retired-journal.ts).
+	const journal = join(chainDir, "_retired.json");
+	const now = Date.now();
+	for (const e of existsSync(journal)
+		? (JSON.parse(readFileSync(journal, "utf8")) as { due: number; files: string[] }[])
+		: [])
+		if (e.due > now) for (const f of e.files) retained.add(f);
 	return {
 		manifest: m,
 		listed: [...listed],
@@ -54,6 +61,7 @@ export function folderState(chainDir: string) {
 				f !== "_lock" &&
 				// The writer's status for the API processes (src/follow/status-file.ts): no data.
 				f !== "_status.json" &&
+				f !== "_retired.json" &&
 				!listed.has(f) &&
 				!f.includes("/_delta_log/") &&
 				!retained.has(f),

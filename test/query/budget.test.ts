@@ -11,6 +11,7 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { QueryTimeoutError } from "../../src/query/query-timeout-error.js";
 import { createStore, DEFAULT_QUERY_TIMEOUT_MS, type Store } from "../../src/query/store.js";
+import { UnavailableError } from "../../src/query/unavailable-error.js";
 
 const CHAIN = "eip155-1";
 const BUDGET_MS = 300;
@@ -78,6 +79,22 @@ describe("query budget", () => {
 		expect(next.ms).toBeLessThan(50);
 		// A new snapshot (the next request) has the whole budget again.
 		expect(await store.snapshot(CHAIN).query("SELECT 1 AS one")).toEqual([{ one: 1 }]);
+	});
+
+	it("a request that waited past the snapshot's age for a connection is refused as busy (its files may be gone)", async () => {
+		const young = await createStore(dir, { queryTimeoutMs: BUDGET_MS, snapshotMaxAgeMs: 200 });
+		try {
+			const snap = young.snapshot(CHAIN);
+			expect(await snap.query("SELECT 1 AS one")).toEqual([{ one: 1 }]);
+			await new Promise((r) => setTimeout(r, 250));
+			const late = await timed(snap.query("SELECT 1 AS one"));
+			expect(late.error).toBeInstanceOf(UnavailableError);
+			expect((late.error as UnavailableError).code).toBe("BUSY");
+			// The connection went back: the next request runs.
+			for (let i = 0; i < 6; i++) expect(await young.snapshot(CHAIN).query("SELECT 1 AS one")).toEqual([{ one: 1 }]);
+		} finally {
+			young.close();
+		}
 	});
 
 	it("fast queries within the budget are untouched, and other errors stay what they are", async () => {
