@@ -1,5 +1,7 @@
-import { createReadStream } from "node:fs";
+import { createReadStream, createWriteStream } from "node:fs";
 import { stat } from "node:fs/promises";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import {
 	DeleteObjectsCommand,
 	GetObjectCommand,
@@ -24,6 +26,9 @@ export interface Bucket {
 	url: string;
 	/** The object at `path` (relative to the lake), or null if there is none; `etag`: null if unchanged since. */
 	get(path: string, etag?: string): Promise<{ body: Uint8Array; etag: string } | null | "unchanged">;
+	/** Streams the object at `path` into the file `to` (not held in memory: data files run to
+	 * hundreds of MB); its size, or null if there is no such object. */
+	download(path: string, to: string): Promise<number | null>;
 	/** Uploads a local file (streamed) or bytes to `path`. */
 	put(path: string, from: { file: string } | { bytes: Uint8Array | string }): Promise<void>;
 	/** Every object under `path` (a folder, relative to the lake), as lake-relative paths. */
@@ -71,6 +76,19 @@ export function openBucket(url: string, opts: { endpoint?: string } = {}): Bucke
 				};
 			} catch (err) {
 				if (status(err) === 304) return "unchanged";
+				if (status(err) === 404) return null;
+				throw err;
+			}
+		},
+		async download(path, to) {
+			try {
+				const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key(path) }));
+				await pipeline(out.Body as Readable, createWriteStream(to));
+				const size = (await stat(to)).size;
+				if (out.ContentLength !== undefined && size !== out.ContentLength)
+					throw new Error(`${path}: fetched ${size} of its ${out.ContentLength} bytes (cut short)`);
+				return size;
+			} catch (err) {
 				if (status(err) === 404) return null;
 				throw err;
 			}

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import type { Bucket } from "./bucket.js";
 
@@ -66,15 +66,21 @@ export async function openFileCache(dir: string, bucket: Bucket, maxBytes: numbe
 
 	/** Fetches `path` from the bucket; false if the bucket has no such object. */
 	const fetchOne = async (path: string): Promise<boolean> => {
-		const object = await bucket.get(relative(dir, path).split("\\").join("/"));
-		if (object === null || object === "unchanged") return false;
 		await mkdir(dirname(path), { recursive: true });
+		// Streamed to a temporary name, renamed once whole: a reader never opens half a file.
 		const tmp = `${path}.tmp-${randomBytes(6).toString("hex")}`;
-		await writeFile(tmp, object.body);
+		const size = await bucket.download(relative(dir, path).split("\\").join("/"), tmp).catch(async (err) => {
+			await rm(tmp, { force: true });
+			throw err;
+		});
+		if (size === null) {
+			await rm(tmp, { force: true });
+			return false;
+		}
 		await rename(tmp, path);
-		entries.set(path, { size: object.body.length, usedAt: Date.now(), holds: 0 });
-		bytes += object.body.length;
-		s.fetchedBytes += object.body.length;
+		entries.set(path, { size, usedAt: Date.now(), holds: 0 });
+		bytes += size;
+		s.fetchedBytes += size;
 		return true;
 	};
 

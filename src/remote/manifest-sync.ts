@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { checkManifestText } from "../store/manifest-check.js";
 import type { Logger } from "../util/logger.js";
 import type { Bucket } from "./bucket.js";
 
@@ -22,6 +23,18 @@ export interface SyncStats {
 
 const SYNCED = ["_manifest.json", "_status.json"] as const;
 
+/** What is wrong with a fetched `_manifest.json` or `_status.json`, or null. */
+function fetchedProblem(name: (typeof SYNCED)[number], chain: string, body: Uint8Array): string | null {
+	const text = Buffer.from(body).toString("utf8");
+	if (name === "_manifest.json") return checkManifestText(text, chain).problem;
+	try {
+		JSON.parse(text);
+		return null;
+	} catch (err) {
+		return `not whole JSON (${(err as Error).message})`;
+	}
+}
+
 export async function startManifestSync(
 	bucket: Bucket,
 	dir: string,
@@ -38,15 +51,25 @@ export async function startManifestSync(
 	const round = async () => {
 		try {
 			const chains = await bucket.chains();
+			const bad: string[] = [];
 			for (const chain of chains)
 				for (const name of SYNCED) {
 					const path = `${chain}/${name}`;
 					const got = await bucket.get(path, etags.get(path));
 					if (got === null || got === "unchanged") continue;
+					// Only a whole one replaces what the store reads: a transfer cut short, or a
+					// server that is not atomic (s3rver), can hand over part of an object. Its ETag
+					// is not kept, so the next round fetches it again; the other chains go on.
+					const problem = fetchedProblem(name, chain, got.body);
+					if (problem) {
+						bad.push(`${path} as fetched: ${problem}`);
+						continue;
+					}
 					await put(join(dir, chain, name), got.body);
 					etags.set(path, got.etag);
 				}
 			stats.chains = chains;
+			if (bad.length > 0) throw new Error(`${bad.join("; ")} (fetched again at the next poll)`);
 			stats.syncedAt = Date.now();
 			stats.problem = null;
 		} catch (err) {
