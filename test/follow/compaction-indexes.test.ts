@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -145,8 +145,20 @@ describe("compaction on the follower", () => {
 			(await removeUnlisted(root, saved)).filter((f) => f.includes("_by_address") && f.endsWith(".parquet")),
 		).toEqual([]);
 		for (const f of leftovers.flat()) expect(existsSync(f), f).toBe(true);
-		// ...and without the export, nothing keeps them: it deletes them.
+		// ...and without the export, the follower's note of them (`_retired.json`) keeps them until
+		// due, for readers in other processes...
 		saved.lake = { delta: false };
+		expect(
+			(await removeUnlisted(root, saved)).filter((f) => f.includes("_by_address") && f.endsWith(".parquet")),
+		).toEqual([]);
+		for (const f of leftovers.flat()) expect(existsSync(f), f).toBe(true);
+		// ...and once due, nothing keeps them: it deletes them.
+		const journal = join(root, CHAIN_ID, "_retired.json");
+		const due = (JSON.parse(readFileSync(journal, "utf8")) as { due: number; files: string[] }[]).map((e) => ({
+			...e,
+			due: Date.now() - 1,
+		}));
+		writeFileSync(journal, JSON.stringify(due));
 		const removed = await removeUnlisted(root, saved);
 		expect(removed.filter((f) => f.includes("_by_address") && f.endsWith(".parquet")).sort()).toEqual(
 			leftovers

@@ -4,8 +4,9 @@ import { join } from "node:path";
 
 /**
  * Global setup: a journal the test files write to (test/setup/file-journal.ts); at the end, the
- * files whose worker died before they ended are named, with the worker's pid and its heap
- * figures, so a crash in CI says where it happened.
+ * files that did not reach the end of their afterAll hooks are named with their worker's pid:
+ * a worker that died (out of memory, a native crash) is among them, so a crash in CI says where
+ * it happened.
  */
 export default function setup() {
 	const dir = mkdtempSync(join(tmpdir(), "chainlake-test-journal-"));
@@ -21,7 +22,9 @@ export default function setup() {
 			else if (what === "end") open.delete(key);
 		}
 		for (const key of open.keys())
-			process.stderr.write(`test file started and never ended (its worker died, pid ${key})\n`);
+			process.stderr.write(
+				`test file started and did not reach the end of its afterAll hooks (its worker died, or a hook failed or timed out; pid ${key})\n`,
+			);
 		rmSync(dir, { recursive: true, force: true });
 	};
 }
