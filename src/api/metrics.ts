@@ -1,3 +1,4 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { FollowerStats } from "../follow/follower.js";
 import { type LakeExportStatus, lakeExportStatus } from "../store/manifest.js";
 
@@ -12,78 +13,124 @@ export interface FollowSource {
 	deltaExport?: LakeExportStatus;
 }
 
-/** Request latency by route, and follower figures, in Prometheus text format. */
+type Heads = Map<string, { block: number; timestamp: number | null } | null>;
+
+/**
+ * The service's Prometheus metrics (prom-client): Node's runtime figures (event-loop lag, heap,
+ * GC pauses, RSS, CPU, open handles: prom-client's default metrics), request latency by route,
+ * and each chain's head and follower figures, read at every scrape from what `render` is given.
+ * One registry per app, so several apps in one process (tests) each report their own.
+ */
 export function createMetrics() {
-	const routes = new Map<string, { counts: number[]; sum: number; count: number }>();
+	const registry = new Registry();
+	collectDefaultMetrics({ register: registry });
+	let followers = new Map<string, FollowSource>();
+	let heads: Heads = new Map();
+	const latency = new Histogram({
+		name: "chainlake_http_request_duration_seconds",
+		help: "API request latency by route.",
+		labelNames: ["route"],
+		buckets: BUCKETS,
+		registers: [registry],
+	});
+	/** A gauge or counter whose values are read off the scrape's followers and heads. */
+	const figure = (
+		type: "gauge" | "counter",
+		name: string,
+		help: string,
+		values: () => [Record<string, string>, number][],
+		labelNames = ["chain"],
+	) => {
+		const Kind = type === "gauge" ? Gauge : Counter;
+		new Kind({
+			name,
+			help,
+			labelNames,
+			registers: [registry],
+			collect(this: Gauge | Counter) {
+				this.reset();
+				// A counter's value here is the follower's own running total.
+				for (const [labels, v] of values()) (this as Gauge).inc(labels, v);
+			},
+		});
+	};
+	const perFollower = (f: (s: FollowSource, chain: string) => number | null) => () =>
+		[...followers].flatMap(([chain, source]): [Record<string, string>, number][] => {
+			const v = f(source, chain);
+			return v == null ? [] : [[{ chain }, v]];
+		});
+	figure("gauge", "chainlake_head_block", "Newest block stored, per chain.", () =>
+		[...heads].flatMap(([chain, h]): [Record<string, string>, number][] => (h ? [[{ chain }, h.block]] : [])),
+	);
+	figure("gauge", "chainlake_lag_seconds", "Seconds since the newest stored block's timestamp.", () =>
+		[...heads].flatMap(([chain, h]): [Record<string, string>, number][] =>
+			h?.timestamp != null ? [[{ chain }, Math.max(0, Math.round(Date.now() / 1000 - h.timestamp))]] : [],
+		),
+	);
+	figure(
+		"gauge",
+		"chainlake_node_head_block",
+		"The node's head, as last polled by the follower.",
+		perFollower((f) => f.stats.nodeHead ?? null),
+	);
+	figure(
+		"gauge",
+		"chainlake_lag_blocks",
+		"Blocks the node has that are not stored yet.",
+		perFollower((f) => (f.stats.nodeHead == null ? null : Math.max(0, f.stats.nodeHead - (f.stats.storedHead ?? -1)))),
+	);
+	figure(
+		"counter",
+		"chainlake_blocks_ingested_total",
+		"Blocks appended by the follower.",
+		perFollower((f) => f.stats.blocksIngested),
+	);
+	figure(
+		"counter",
+		"chainlake_reorgs_total",
+		"Reorgs applied by the follower.",
+		perFollower((f) => f.stats.reorgs),
+	);
+	figure(
+		"counter",
+		"chainlake_follow_faults_total",
+		"Follower steps that failed or were refused (node faults).",
+		perFollower((f) => f.stats.faults),
+	);
+	figure(
+		"counter",
+		"chainlake_delta_export_failures_total",
+		"Delta Lake log exports that failed (each retried at the next manifest save).",
+		perFollower((f, chain) => (f.deltaExport ?? lakeExportStatus(chain))?.failures ?? 0),
+	);
+	figure(
+		"counter",
+		"chainlake_rpc_requests_total",
+		"RPC requests attempted (retries included).",
+		perFollower((f) => f.stats.node.attempts),
+	);
+	figure(
+		"counter",
+		"chainlake_rpc_errors_total",
+		"Failed RPC attempts, and answers found wrong, by kind.",
+		() =>
+			[...followers].flatMap(([chain, f]) =>
+				Object.entries(f.rpcErrors).map(([kind, n]): [Record<string, string>, number] => [{ chain, kind }, n]),
+			),
+		["chain", "kind"],
+	);
 	return {
 		observe(route: string, seconds: number) {
-			let h = routes.get(route);
-			if (!h) {
-				h = { counts: BUCKETS.map(() => 0), sum: 0, count: 0 };
-				routes.set(route, h);
-			}
-			const counts = h.counts;
-			BUCKETS.forEach((b, i) => {
-				if (seconds <= b) counts[i] = (counts[i] ?? 0) + 1;
-			});
-			h.sum += seconds;
-			h.count++;
+			latency.observe({ route }, seconds);
 		},
-		render(
-			followers: Map<string, FollowSource>,
-			/** Stored heads; a null timestamp (a writer's own view, follow/status-server.ts) skips the lag in seconds. */
-			heads: Map<string, { block: number; timestamp: number | null } | null>,
-		): string {
-			const out: string[] = [];
-			const metric = (name: string, type: string, help: string) =>
-				out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-			const label = (v: string) => v.replaceAll("\\", "\\\\").replaceAll('"', '\\"');
-			metric("chainlake_head_block", "gauge", "Newest block stored, per chain.");
-			for (const [chain, h] of heads) if (h) out.push(`chainlake_head_block{chain="${chain}"} ${h.block}`);
-			metric("chainlake_lag_seconds", "gauge", "Seconds since the newest stored block's timestamp.");
-			const now = Date.now() / 1000;
-			for (const [chain, h] of heads)
-				if (h?.timestamp != null)
-					out.push(`chainlake_lag_seconds{chain="${chain}"} ${Math.max(0, now - h.timestamp).toFixed(0)}`);
-			metric("chainlake_node_head_block", "gauge", "The node's head, as last polled by the follower.");
-			metric("chainlake_lag_blocks", "gauge", "Blocks the node has that are not stored yet.");
-			metric("chainlake_blocks_ingested_total", "counter", "Blocks appended by the follower.");
-			metric("chainlake_reorgs_total", "counter", "Reorgs applied by the follower.");
-			metric("chainlake_follow_faults_total", "counter", "Follower steps that failed or were refused (node faults).");
-			metric(
-				"chainlake_delta_export_failures_total",
-				"counter",
-				"Delta Lake log exports that failed (each retried at the next manifest save).",
-			);
-			metric("chainlake_rpc_requests_total", "counter", "RPC requests attempted (retries included).");
-			metric("chainlake_rpc_errors_total", "counter", "Failed RPC attempts, and answers found wrong, by kind.");
-			for (const [chain, f] of followers) {
-				const s = f.stats;
-				if (s.nodeHead != null) out.push(`chainlake_node_head_block{chain="${chain}"} ${s.nodeHead}`);
-				if (s.nodeHead != null)
-					out.push(`chainlake_lag_blocks{chain="${chain}"} ${Math.max(0, s.nodeHead - (s.storedHead ?? -1))}`);
-				out.push(`chainlake_blocks_ingested_total{chain="${chain}"} ${s.blocksIngested}`);
-				out.push(`chainlake_reorgs_total{chain="${chain}"} ${s.reorgs}`);
-				out.push(`chainlake_follow_faults_total{chain="${chain}"} ${s.faults}`);
-				out.push(
-					`chainlake_delta_export_failures_total{chain="${chain}"} ${(f.deltaExport ?? lakeExportStatus(chain))?.failures ?? 0}`,
-				);
-				out.push(`chainlake_rpc_requests_total{chain="${chain}"} ${s.node.attempts}`);
-				for (const [kind, n] of Object.entries(f.rpcErrors))
-					out.push(`chainlake_rpc_errors_total{chain="${chain}",kind="${label(kind)}"} ${n}`);
-			}
-			metric("chainlake_http_request_duration_seconds", "histogram", "API request latency by route.");
-			for (const [route, h] of routes) {
-				const r = label(route);
-				BUCKETS.forEach((b, i) => {
-					out.push(`chainlake_http_request_duration_seconds_bucket{route="${r}",le="${b}"} ${h.counts[i]}`);
-				});
-				out.push(`chainlake_http_request_duration_seconds_bucket{route="${r}",le="+Inf"} ${h.count}`);
-				out.push(`chainlake_http_request_duration_seconds_sum{route="${r}"} ${h.sum.toFixed(6)}`);
-				out.push(`chainlake_http_request_duration_seconds_count{route="${r}"} ${h.count}`);
-			}
-			return `${out.join("\n")}\n`;
+		/** The Prometheus text of everything, with these followers and stored heads (a null
+		 * timestamp, a writer's own view in follow/status-server.ts, skips the lag in seconds). */
+		async render(source: Map<string, FollowSource>, stored: Heads): Promise<string> {
+			followers = source;
+			heads = stored;
+			return registry.metrics();
 		},
+		contentType: registry.contentType,
 	};
 }
 

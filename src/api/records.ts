@@ -1,4 +1,5 @@
 import type { Row } from "../query/store.js";
+import { columnsOf } from "./list-columns.js";
 
 /**
  * Rows to the record shapes of api-contract.md §6. Amounts stay decimal strings; block
@@ -159,3 +160,13 @@ export function stringifyExact(value: unknown): string {
 	const marked = JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? `\u0000big:${v}` : v));
 	return marked.replace(/"\\u0000big:(\d+)"/g, "$1");
 }
+
+/** Each record shape's columns in CSV and Arrow answers (api/list-columns.ts). */
+export const BLOCK_COLUMNS = columnsOf(blockRecord({}));
+export const LOG_COLUMNS = columnsOf(logRecord({}));
+export const TRANSACTION_COLUMNS = columnsOf(transactionRecord({}));
+export const TRANSACTION_WITH_LOGS_COLUMNS = columnsOf(transactionRecord({}, []));
+export const TRANSFER_COLUMNS = columnsOf(transferRecord({}));
+export const CREATION_COLUMNS = columnsOf(creationRecord({}));
+export const SELF_DESTRUCT_COLUMNS = columnsOf(selfDestructRecord({}));
+export const CALL_COLUMNS = columnsOf(callRecord({}));

@@ -1,7 +1,8 @@
 import { Readable } from "node:stream";
-import { Float64, Table, tableToIPC, Utf8, vectorFromArray } from "apache-arrow";
+import { Bool, type DataType, Float64, Int64, Table, tableToIPC, Uint64, Utf8, vectorFromArray } from "apache-arrow";
 import type { FastifyReply } from "fastify";
 import { ApiError } from "./errors.js";
+import { type ColumnKind, columnKind, flattenItem } from "./list-columns.js";
 import { stringifyExact } from "./records.js";
 
 /** Default cap on one list answer: 1000 items of the widest records stay well below it. */
@@ -42,9 +43,15 @@ export function listFormat(format: ListFormat | undefined, accept: string | unde
  * the other formats carry one item per line/row and the same state in headers
  * (X-Has-More, X-Next-Offset, X-Start-Block, X-End-Block), so a client pages them alike.
  * The body is built whole first, so one larger than the app's maxResponseBytes is refused with
- * a 400 before anything is sent.
+ * a 400 before anything is sent. `columns`: the route's columns (api/list-columns.ts), which CSV
+ * and Arrow answers carry on every page, the empty one too, each with its one type.
  */
-export function sendList(reply: FastifyReply, format: ListFormat | undefined, body: ListBody) {
+export function sendList(
+	reply: FastifyReply,
+	format: ListFormat | undefined,
+	body: ListBody,
+	columns: readonly string[],
+) {
 	const chosen = listFormat(format, reply.request.headers.accept);
 	const cap = reply.server.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
 	if (chosen === "json") {
@@ -58,16 +65,15 @@ export function sendList(reply: FastifyReply, format: ListFormat | undefined, bo
 		checkSize(byteLength(lines), cap, body.items.length);
 		payload = Readable.from(lines);
 	} else {
-		const rows = body.items.map((item) => flatten(item));
-		const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+		const rows = body.items.map((item) => flattenItem(item));
+		// A field the route did not declare still goes out (as its kind, text by default).
+		const all = [...new Set([...columns, ...rows.flatMap((r) => Object.keys(r))])];
 		if (chosen === "csv") {
-			const lines = [columns.join(","), ...rows.map((r) => columns.map((c) => csvCell(r[c])).join(","))].map(
-				(l) => `${l}\n`,
-			);
+			const lines = [all.join(","), ...rows.map((r) => all.map((c) => csvCell(r[c])).join(","))].map((l) => `${l}\n`);
 			checkSize(byteLength(lines), cap, body.items.length);
 			payload = Readable.from(lines);
 		} else {
-			payload = Buffer.from(tableToIPC(arrowTable(columns, rows), "stream"));
+			payload = Buffer.from(tableToIPC(arrowTable(all, rows), "stream"));
 			checkSize(payload.length, cap, body.items.length);
 		}
 	}
@@ -99,16 +105,6 @@ function checkSize(size: number, cap: number, items: number) {
 	);
 }
 
-/** Nested objects become dotted columns; arrays and bigints become exact JSON text. */
-function flatten(item: object, prefix = "", out: Record<string, unknown> = {}): Record<string, unknown> {
-	for (const [k, v] of Object.entries(item)) {
-		const key = prefix ? `${prefix}.${k}` : k;
-		if (v !== null && typeof v === "object" && !Array.isArray(v)) flatten(v, key, out);
-		else out[key] = v;
-	}
-	return out;
-}
-
 function cellText(v: unknown): string | null {
 	if (v == null) return null;
 	if (typeof v === "string") return v;
@@ -122,18 +118,37 @@ function csvCell(v: unknown): string {
 	return /[",\n\r]/.test(t) ? `"${t.replaceAll('"', '""')}"` : t;
 }
 
-/** Numbers stay numeric columns (all are below 2^53); everything else, amounts included, is text. */
+const ARROW_TYPES: Record<ColumnKind, () => DataType> = {
+	int: () => new Int64(),
+	uint64: () => new Uint64(),
+	bool: () => new Bool(),
+	float: () => new Float64(),
+	text: () => new Utf8(),
+	json: () => new Utf8(),
+};
+
+/** One cell as its column's kind wants it (Int64 and Uint64 take bigints). */
+function arrowValue(kind: ColumnKind, v: unknown): unknown {
+	if (v == null) return null;
+	switch (kind) {
+		case "int":
+		case "uint64":
+			return BigInt(v as number | bigint | string);
+		case "bool":
+			return Boolean(v);
+		case "float":
+			return Number(v);
+		default:
+			return cellText(v);
+	}
+}
+
+/** Each column typed by its kind (list-columns.ts), whatever the page holds. */
 function arrowTable(columns: string[], rows: Record<string, unknown>[]): Table {
 	const vectors = Object.fromEntries(
 		columns.map((c) => {
-			const values = rows.map((r) => r[c]);
-			const numeric = values.every((v) => v == null || typeof v === "number");
-			return [
-				c,
-				numeric
-					? vectorFromArray(values as (number | null)[], new Float64())
-					: vectorFromArray(values.map(cellText), new Utf8()),
-			];
+			const kind = columnKind(c);
+			return [c, vectorFromArray(rows.map((r) => arrowValue(kind, r[c])) as never[], ARROW_TYPES[kind]())];
 		}),
 	);
 	return new Table(vectors);

@@ -47,7 +47,7 @@ export async function startStatusServer(
 		return reply.code(ready ? 200 : 503).send({ ready, chains });
 	});
 	app.get("/metrics", async (_req, reply) =>
-		reply.type("text/plain; version=0.0.4").send(metrics.render(sources, heads())),
+		reply.type(metrics.contentType).send(await metrics.render(sources, heads())),
 	);
 	const address = await app.listen({ port, host });
 	return { app, address };

@@ -733,7 +733,7 @@ describe("output formats carry the same items as JSON", () => {
 			expect(table.schema.fields.map((x) => x.name).sort()).toEqual(Object.keys(json.items[0] ?? {}).sort());
 			json.items.forEach((item, k) => {
 				expect(table.getChild("id")?.get(k)).toBe(item.id);
-				expect(table.getChild("block_number")?.get(k)).toBe(item.block_number);
+				expect(table.getChild("block_number")?.get(k)).toBe(BigInt(item.block_number as number));
 				const v = item.value;
 				expect(table.getChild("value")?.get(k)).toBe(v == null ? null : typeof v === "string" ? v : JSON.stringify(v));
 				expect(table.getChild("contract")?.get(k)).toBe(item.contract);

@@ -8,7 +8,13 @@ import { badRequest } from "../errors.js";
 import { envelope, pageOf } from "../list-reply.js";
 import { addressList, addressParam, assetList, booleanParam, listQuery } from "../params.js";
 import { resolveRange } from "../range.js";
-import { transactionRecord, transferRecord } from "../records.js";
+import {
+	TRANSACTION_COLUMNS,
+	TRANSACTION_WITH_LOGS_COLUMNS,
+	TRANSFER_COLUMNS,
+	transactionRecord,
+	transferRecord,
+} from "../records.js";
 import { sendList } from "../send-list.js";
 
 const direction = z.enum(["incoming", "outgoing"], { error: "must be incoming or outgoing" });
@@ -65,7 +71,7 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 				},
 				pageOf(q, range),
 			);
-			return sendList(reply, q.format, envelope(range, result, transferRecord));
+			return sendList(reply, q.format, envelope(range, result, transferRecord), TRANSFER_COLUMNS);
 		},
 	);
 
@@ -102,6 +108,7 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 					reply,
 					q.format,
 					envelope(range, result, (row) => transactionRecord(row)),
+					TRANSACTION_COLUMNS,
 				);
 			const logs = await logsOfTransactions(db, result.rows);
 			const byTx = new Map<string, typeof logs>();
@@ -111,6 +118,7 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 				reply,
 				q.format,
 				envelope(range, result, (row) => transactionRecord(row, byTx.get(row.transaction_hash as string) ?? [])),
+				TRANSACTION_WITH_LOGS_COLUMNS,
 			);
 		},
 	);

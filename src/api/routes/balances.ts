@@ -29,6 +29,15 @@ const tokenInfo = (address: string, meta: TokenMeta | undefined) => ({
 	estimated_usd_price: NO_PRICE,
 });
 
+/** The columns of each list in CSV and Arrow answers (api/list-columns.ts). */
+const AMOUNT = ["seen_at_block_number", "value_raw", "value_calculated", "estimated_usd_value"];
+const TOKEN_BALANCE_COLUMNS = [
+	"id",
+	...AMOUNT,
+	...["address", "decimals", "symbol", "name", "estimated_usd_price"].map((c) => `token.${c}`),
+];
+const TOKEN_HOLDER_COLUMNS = ["id", "address", ...AMOUNT];
+
 /** `raw` with the token's decimals applied (as is where they are unknown). */
 const calculated = (raw: bigint, meta: TokenMeta | undefined) => withDecimals(raw, meta?.decimals ?? 0);
 
@@ -61,22 +70,27 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 				db,
 				page.map((b) => b.token),
 			);
-			return sendList(reply, q.format, {
-				range: {
-					has_more: hasMore,
-					start_block: 0,
-					end_block: n,
-					next_offset: next ?? null,
+			return sendList(
+				reply,
+				q.format,
+				{
+					range: {
+						has_more: hasMore,
+						start_block: 0,
+						end_block: n,
+						next_offset: next ?? null,
+					},
+					items: page.map((b) => ({
+						id: `${req.params.address}:${b.token}`,
+						seen_at_block_number: b.seenAt,
+						value_raw: b.raw.toString(),
+						value_calculated: calculated(b.raw, metas.get(b.token)),
+						estimated_usd_value: NO_PRICE,
+						token: tokenInfo(b.token, metas.get(b.token)),
+					})),
 				},
-				items: page.map((b) => ({
-					id: `${req.params.address}:${b.token}`,
-					seen_at_block_number: b.seenAt,
-					value_raw: b.raw.toString(),
-					value_calculated: calculated(b.raw, metas.get(b.token)),
-					estimated_usd_value: NO_PRICE,
-					token: tokenInfo(b.token, metas.get(b.token)),
-				})),
-			});
+				TOKEN_BALANCE_COLUMNS,
+			);
 		},
 	);
 
@@ -99,22 +113,27 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			const after = q.offset === undefined ? undefined : parseCursor(q.offset);
 			const page = await tokenHolders(db, req.params.contract, { limit: q.limit ?? DEFAULT_LIMIT, after }, n);
 			const meta = (await tokenMetas(db, [req.params.contract])).get(req.params.contract);
-			return sendList(reply, q.format, {
-				range: {
-					has_more: page.hasMore,
-					start_block: 0,
-					end_block: n,
-					next_offset: page.next ? `${page.next.parts.join("_")}_${page.next.address}` : null,
+			return sendList(
+				reply,
+				q.format,
+				{
+					range: {
+						has_more: page.hasMore,
+						start_block: 0,
+						end_block: n,
+						next_offset: page.next ? `${page.next.parts.join("_")}_${page.next.address}` : null,
+					},
+					items: page.holders.map((h) => ({
+						id: `${h.address}:${req.params.contract}`,
+						address: h.address,
+						seen_at_block_number: h.seenAt,
+						value_raw: h.raw.toString(),
+						value_calculated: calculated(h.raw, meta),
+						estimated_usd_value: NO_PRICE,
+					})),
 				},
-				items: page.holders.map((h) => ({
-					id: `${h.address}:${req.params.contract}`,
-					address: h.address,
-					seen_at_block_number: h.seenAt,
-					value_raw: h.raw.toString(),
-					value_calculated: calculated(h.raw, meta),
-					estimated_usd_value: NO_PRICE,
-				})),
-			});
+				TOKEN_HOLDER_COLUMNS,
+			);
 		},
 	);
 

@@ -7,7 +7,7 @@ import { badRequest, notFound } from "../errors.js";
 import { DEFAULT_LIMIT, envelope } from "../list-reply.js";
 import { chainParams, hashParam, listQuery } from "../params.js";
 import { headBlock, resolveRange } from "../range.js";
-import { blockRecord } from "../records.js";
+import { BLOCK_COLUMNS, blockRecord } from "../records.js";
 import { sendList } from "../send-list.js";
 
 export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
@@ -103,6 +103,7 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 					(row) => blockRecord(row),
 					(last) => last.hash as string,
 				),
+				BLOCK_COLUMNS,
 			);
 		},
 	);

@@ -11,7 +11,18 @@ import { ApiError, badRequest } from "../errors.js";
 import { envelope, pageOf } from "../list-reply.js";
 import { addressList, addressParam, assetList, chainParams, hashList, listQuery } from "../params.js";
 import { resolveRange } from "../range.js";
-import { callRecord, creationRecord, logRecord, selfDestructRecord, transferRecord } from "../records.js";
+import {
+	CALL_COLUMNS,
+	CREATION_COLUMNS,
+	callRecord,
+	creationRecord,
+	LOG_COLUMNS,
+	logRecord,
+	SELF_DESTRUCT_COLUMNS,
+	selfDestructRecord,
+	TRANSFER_COLUMNS,
+	transferRecord,
+} from "../records.js";
 import { sendList } from "../send-list.js";
 
 const contractQuery = z
@@ -39,9 +50,16 @@ function requireTraces(db: Snapshot, dataset: DatasetName) {
 export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();
 
-	for (const [path, dataset, find, record, summary] of [
-		["creates", "contract_creations", findCreations, creationRecord, "Contract creations"],
-		["self-destructs", "self_destructs", findSelfDestructs, selfDestructRecord, "Contract self-destructs"],
+	for (const [path, dataset, find, record, columns, summary] of [
+		["creates", "contract_creations", findCreations, creationRecord, CREATION_COLUMNS, "Contract creations"],
+		[
+			"self-destructs",
+			"self_destructs",
+			findSelfDestructs,
+			selfDestructRecord,
+			SELF_DESTRUCT_COLUMNS,
+			"Contract self-destructs",
+		],
 	] as const) {
 		r.get(
 			`/:chain_id/v1/contracts/${path}`,
@@ -70,7 +88,7 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				requireTraces(db, dataset);
 				const range = await resolveRange(db, q);
 				const result = await find(db, { origin: q.origin, caller, contracts: q.contract }, pageOf(q, range));
-				return sendList(reply, q.format, envelope<object>(range, result, record));
+				return sendList(reply, q.format, envelope<object>(range, result, record), columns);
 			},
 		);
 	}
@@ -95,7 +113,7 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				{ token: req.params.contract, assets: req.query.asset_type },
 				pageOf(req.query, range),
 			);
-			return sendList(reply, req.query.format, envelope(range, result, transferRecord));
+			return sendList(reply, req.query.format, envelope(range, result, transferRecord), TRANSFER_COLUMNS);
 		},
 	);
 
@@ -133,7 +151,7 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				{ contracts: q.contract, origin: q.origin, topics: [q.topic_0, q.topic_1, q.topic_2, q.topic_3] },
 				pageOf(q, range),
 			);
-			return sendList(reply, q.format, envelope(range, result, logRecord));
+			return sendList(reply, q.format, envelope(range, result, logRecord), LOG_COLUMNS);
 		},
 	);
 
@@ -186,7 +204,7 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				{ from: caller, to: callees, origin: q.origin, callType: q.call_type, selector: q.sig_hash },
 				pageOf(q, range),
 			);
-			return sendList(reply, q.format, envelope(range, result, callRecord));
+			return sendList(reply, q.format, envelope(range, result, callRecord), CALL_COLUMNS);
 		},
 	);
 }

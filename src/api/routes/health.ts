@@ -144,6 +144,6 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 	};
 
 	app.get("/metrics", { schema: { summary: "Prometheus metrics", tags: ["health"] } }, async (_req, reply) =>
-		reply.type("text/plain; version=0.0.4").send(ctx.metrics.render(writers(), await storedHeads(ctx))),
+		reply.type(ctx.metrics.contentType).send(await ctx.metrics.render(writers(), await storedHeads(ctx))),
 	);
 }

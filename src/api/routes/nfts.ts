@@ -40,6 +40,38 @@ const collection = (address: string, meta: TokenMeta | undefined, standard?: str
 	symbol: meta?.symbol ?? null,
 });
 
+/** The columns of each list in CSV and Arrow answers (api/list-columns.ts). */
+const COLLECTION = ["collection.address", "collection.standard", "collection.name", "collection.symbol"];
+const ARRIVAL = [
+	"transfer.block_number",
+	"transfer.block_timestamp",
+	"transfer.tx_hash",
+	"transfer.sender",
+	"transfer.origin",
+];
+const INVENTORY_COLUMNS = ["id", "token_id", "amount", ...COLLECTION, ...ARRIVAL, "metadata", "sale_price"];
+const OWNER_COLUMNS = [
+	"id",
+	"token_id",
+	"owner",
+	"amount",
+	...ARRIVAL,
+	"transfer.owner",
+	"transfer.from",
+	"transfer.to",
+	"metadata",
+	"sale_price",
+];
+const HISTORY_COLUMNS = [
+	"id",
+	"token_id",
+	"amount",
+	...COLLECTION,
+	"metadata",
+	...["block_number", "block_timestamp", "tx_hash", "from", "to", "origin", "owner"].map((c) => `transfer.${c}`),
+	"sale_price",
+];
+
 /** The `metadata` objects of (contract, id) pairs, when the client asked for them. */
 async function contents(db: Snapshot, wanted: boolean | undefined, pairs: { contract: string; tokenId: string }[]) {
 	const out = new Map<string, Awaited<ReturnType<typeof tokenContent>>>();
@@ -213,26 +245,31 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				),
 			]);
 			const last = page.items.at(-1);
-			return sendList(reply, q.format, {
-				range: {
-					has_more: page.hasMore,
-					start_block: 0,
-					end_block: n,
-					next_offset: page.hasMore && last ? `${last.token}_${last.tokenId}` : null,
+			return sendList(
+				reply,
+				q.format,
+				{
+					range: {
+						has_more: page.hasMore,
+						start_block: 0,
+						end_block: n,
+						next_offset: page.hasMore && last ? `${last.token}_${last.tokenId}` : null,
+					},
+					items: page.items.map((h) => {
+						const a = came.get(holdingKey(h));
+						return {
+							id: `${h.token}:${h.tokenId}`,
+							token_id: h.tokenId,
+							amount: h.amount.toString(),
+							collection: collection(h.token, metas.get(h.token), a?.standard),
+							transfer: arrivalOf(a, h),
+							metadata: content.get(`${h.token}:${h.tokenId}`) ?? null,
+							sale_price: NO_PRICE,
+						};
+					}),
 				},
-				items: page.items.map((h) => {
-					const a = came.get(holdingKey(h));
-					return {
-						id: `${h.token}:${h.tokenId}`,
-						token_id: h.tokenId,
-						amount: h.amount.toString(),
-						collection: collection(h.token, metas.get(h.token), a?.standard),
-						transfer: arrivalOf(a, h),
-						metadata: content.get(`${h.token}:${h.tokenId}`) ?? null,
-						sale_price: NO_PRICE,
-					};
-				}),
-			});
+				INVENTORY_COLUMNS,
+			);
 		},
 	);
 
@@ -269,26 +306,31 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				),
 			]);
 			const last = page.items.at(-1);
-			return sendList(reply, q.format, {
-				range: {
-					has_more: page.hasMore,
-					start_block: 0,
-					end_block: n,
-					next_offset: page.hasMore && last ? `${last.tokenId}_${last.holder}` : null,
+			return sendList(
+				reply,
+				q.format,
+				{
+					range: {
+						has_more: page.hasMore,
+						start_block: 0,
+						end_block: n,
+						next_offset: page.hasMore && last ? `${last.tokenId}_${last.holder}` : null,
+					},
+					items: page.items.map((h) => {
+						const a = came.get(holdingKey(h));
+						return {
+							id: `${h.tokenId}:${h.holder}`,
+							token_id: h.tokenId,
+							owner: h.holder,
+							amount: h.amount.toString(),
+							transfer: { ...arrivalOf(a, h), owner: h.holder, from: a?.sender ?? null, to: h.holder },
+							metadata: content.get(`${contract}:${h.tokenId}`) ?? null,
+							sale_price: NO_PRICE,
+						};
+					}),
 				},
-				items: page.items.map((h) => {
-					const a = came.get(holdingKey(h));
-					return {
-						id: `${h.tokenId}:${h.holder}`,
-						token_id: h.tokenId,
-						owner: h.holder,
-						amount: h.amount.toString(),
-						transfer: { ...arrivalOf(a, h), owner: h.holder, from: a?.sender ?? null, to: h.holder },
-						metadata: content.get(`${contract}:${h.tokenId}`) ?? null,
-						sale_price: NO_PRICE,
-					};
-				}),
-			});
+				OWNER_COLUMNS,
+			);
 		},
 	);
 
@@ -314,7 +356,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				contracts: q.contract ? [q.contract] : undefined,
 			};
 			const page = await historyPage(db, filter, q, range);
-			return sendList(reply, q.format, await historyReply(db, range, page, q.metadata));
+			return sendList(reply, q.format, await historyReply(db, range, page, q.metadata), HISTORY_COLUMNS);
 		},
 	);
 
@@ -336,7 +378,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 			const range = await resolveRange(db, q);
 			const tokenId = BigInt(req.params.token_id).toString();
 			const page = await historyPage(db, { token: req.params.address, assets: ["nft"], tokenId }, q, range, tokenId);
-			return sendList(reply, q.format, await historyReply(db, range, page, q.metadata));
+			return sendList(reply, q.format, await historyReply(db, range, page, q.metadata), HISTORY_COLUMNS);
 		},
 	);
 
