@@ -28,8 +28,8 @@ function routes(): [string, string, string][] {
 	return [
 		[
 			"/:chain_id/v1/blocks",
-			`/${c}/v1/blocks?limit=50`,
-			`/${c}/v1/blocks?block_number_start=9000000&block_number_end=9000001`,
+			`/${c}/v1/blocks?block_number_start=0&block_number_end=latest&limit=50`,
+			`/${c}/v1/blocks?timestamp_start=0&timestamp_end=1`,
 		],
 		[
 			"/:chain_id/v1/address/:address/transfers",

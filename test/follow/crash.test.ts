@@ -64,7 +64,7 @@ async function finishAndCompare(dir: string, cleanName: string): Promise<number>
 	const exited = new Promise((r) => child.on("exit", r));
 	// The backlog the producer left (thousands of blocks) takes about a minute alone, several
 	// under a full parallel test run: the check is what it stores, not how fast.
-	const deadline = Date.now() + 240_000;
+	const deadline = Date.now() + 360_000;
 	while (storedHead(dir) < head && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
 	await new Promise((r) => setTimeout(r, 500));
 	child.kill("SIGTERM");
@@ -79,7 +79,8 @@ async function finishAndCompare(dir: string, cleanName: string): Promise<number>
 }
 
 // Timeouts: up to 7 starts of the follower, each catching up through a slow proxy, take
-// 20 s on a quiet 2-core machine and several times that on a busy one.
+// 20 s on a quiet 2-core machine and several times that on a busy one (the last CI run: 425 s
+// of the first test's former 480 s limit); hang guards, not speed checks.
 describe("follower crash and restart", () => {
 	it("SIGKILLed at several points, restarted, ends equal to a clean backfill", async () => {
 		const dir = join(root, "followed");
@@ -115,7 +116,7 @@ describe("follower crash and restart", () => {
 		// The kills landed at different points of the run, each before it had caught up.
 		expect(new Set(kills).size, JSON.stringify(kills)).toBeGreaterThan(2);
 		expect(kills.every((k) => k < head)).toBe(true);
-	}, 480_000);
+	}, 720_000);
 
 	it("SIGKILLed in the middle of handling a reorg, restarted, ends equal to a clean backfill", async () => {
 		const dir = join(root, "followed");
