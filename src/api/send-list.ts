@@ -133,7 +133,8 @@ function arrowValue(kind: ColumnKind, v: unknown): unknown {
 	switch (kind) {
 		case "int":
 		case "uint64":
-			return BigInt(v as number | bigint | string);
+			// NaN (a missing field) is null, as JSON writes it; never a thrown RangeError (a 500).
+			return typeof v === "number" && !Number.isInteger(v) ? null : BigInt(v as number | bigint | string);
 		case "bool":
 			return Boolean(v);
 		case "float":
