@@ -88,10 +88,12 @@ async function crashAt(
 			r(signal);
 		}),
 	);
+	// A point is waited for up to 3 minutes: the index and chunk merges run only while the follower
+	// is caught up, which a full parallel test run on 2 cores can delay for minutes.
 	const timer = setTimeout(() => {
 		external = true;
 		child.kill("SIGKILL");
-	}, killAfterMs ?? 90_000);
+	}, killAfterMs ?? 180_000);
 	const driving = drive?.(() => running);
 	const signal = await exited;
 	clearTimeout(timer);
