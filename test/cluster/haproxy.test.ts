@@ -201,8 +201,7 @@ describe.skipIf(!ENABLED)("npm run cluster: one writer, two API processes, HAPro
 		try {
 			// The writer may still commit (merges and token metadata run once it is idle): a pair of
 			// answers counts only if no commit landed between them, else it is asked again.
-			const generation = () =>
-				(JSON.parse(readFileSync(manifestPath(dir, CHAIN), "utf8")) as Manifest).generation;
+			const generation = () => (JSON.parse(readFileSync(manifestPath(dir, CHAIN), "utf8")) as Manifest).generation;
 			for (const path of paths)
 				for (const key of KEYS.slice(0, 4))
 					for (let attempt = 1; ; attempt++) {
