@@ -15,6 +15,9 @@
  * up to `--cache-size` (default 10GB), the manifests fetched every `--poll-ms`; `--s3-endpoint`
  * (or AWS_ENDPOINT_URL) for an S3-compatible server. `--publish-to s3://bucket/prefix` with
  * --follow: publish the followed chains there (README "The lake on object storage").
+ * `--sql` (CHAINLAKE_SQL=1): turn on POST /{chain}/v1/sql, with `--sql-timeout-ms` (default the
+ * query budget), `--sql-memory` (512MB per statement), `--sql-max-rows` (100000),
+ * `--sql-max-length` (16384 characters) and `--sql-concurrency` (1) (README "SQL over HTTP").
  * Deadlines for slow clients are buildApp's defaults (src/api/server-timeouts.ts).
  */
 import { parseArgs } from "node:util";
@@ -22,6 +25,7 @@ import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
 import { keysPath } from "../src/api/keys-path.js";
 import { parseRateLimit, type RateLimitOptions } from "../src/api/rate-limit.js";
+import { SQL_FLAG_OPTIONS, sqlFlags } from "../src/api/sql-flags.js";
 import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { createStore, DEFAULT_MEMORY_LIMIT, DEFAULT_QUERY_TIMEOUT_MS, parseMemoryLimit } from "../src/query/store.js";
 import { openBucket, parseBucketUrl } from "../src/remote/bucket.js";
@@ -58,6 +62,8 @@ const options = {
 	"publish-to": { type: "string", default: "" },
 	// With --follow: the Delta Lake export's settings (README "Reading the lake from other engines").
 	...LAKE_FLAG_OPTIONS,
+	// POST /{chain}/v1/sql: off unless --sql or CHAINLAKE_SQL=1 (README "SQL over HTTP").
+	...SQL_FLAG_OPTIONS,
 } as const;
 let values: ReturnType<typeof parseArgs<{ options: typeof options }>>["values"];
 try {
@@ -120,6 +126,14 @@ if (!Number.isInteger(threads) || threads < 1 || threads > 256) {
 	process.stderr.write(`--threads must be a whole number from 1 to 256, got ${values.threads}\n`);
 	process.exit(2);
 }
+let sql: ReturnType<typeof sqlFlags>;
+try {
+	sql = sqlFlags(values, { timeoutMs: queryTimeoutMs, maxBytes: Math.round(maxResponseMb * 1024 * 1024), threads });
+	if (sql.enabled && dataUrl) throw new Error("--sql needs the lake's folder: it cannot be on with --data-url");
+} catch (err) {
+	process.stderr.write(`${(err as Error).message}\n`);
+	process.exit(2);
+}
 const logger = createLogger({});
 let keyring: ReturnType<typeof createKeyring>;
 try {
@@ -180,6 +194,7 @@ const app = await buildApp({
 	logger: { level: process.env.LOG_LEVEL ?? "info", redact: ["req.headers.authorization"] },
 	rateLimit,
 	maxResponseBytes: Math.round(maxResponseMb * 1024 * 1024),
+	sql,
 });
 const address = await app.listen({ port, host: values.host });
 app.log.info(

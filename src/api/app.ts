@@ -13,6 +13,7 @@ import { TooManyChangesError } from "../query/deltas.js";
 import { QueryTimeoutError } from "../query/query-timeout-error.js";
 import type { Store } from "../query/store.js";
 import { UnavailableError } from "../query/unavailable-error.js";
+import { DEFAULT_SQL_LIMITS, type SqlLimits } from "../query/user-sql.js";
 import type { RemoteStatus } from "../remote/remote-lake.js";
 import { authenticate } from "./auth.js";
 import { clientErrorHandler } from "./client-errors.js";
@@ -27,6 +28,7 @@ import { blockRoutes } from "./routes/blocks.js";
 import { contractRoutes } from "./routes/contracts.js";
 import { healthRoutes } from "./routes/health.js";
 import { nftRoutes } from "./routes/nfts.js";
+import { type SqlEndpointOptions, sqlRoutes } from "./routes/sql.js";
 import { txRoutes } from "./routes/txs.js";
 import { securityHeaders } from "./security-headers.js";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./send-list.js";
@@ -52,6 +54,15 @@ export interface AppOptions {
 	maxResponseBytes?: number;
 	/** Deadlines for slow clients and slow handlers (defaults in server-timeouts.ts). */
 	timeouts?: Partial<ServerTimeouts>;
+	/** POST /{chain}/v1/sql: off (403 SQL_DISABLED) unless `enabled`; limits default to DEFAULT_SQL_LIMITS. */
+	sql?: Partial<SqlEndpointOptions> & { limits?: Partial<SqlLimits> };
+}
+
+declare module "fastify" {
+	interface FastifyRequest {
+		/** The caller's identity (its key's hash, auth.ts), on data routes; "" elsewhere. */
+		caller: string;
+	}
 }
 
 /**
@@ -60,6 +71,7 @@ export interface AppOptions {
  */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	const timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
+	const sqlLimits: SqlLimits = { ...DEFAULT_SQL_LIMITS, ...opts.sql?.limits };
 	const app = Fastify({
 		logger: opts.logger ?? false,
 		// One log line per request, written by the onResponse hook below.
@@ -81,15 +93,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	app.setValidatorCompiler(validatorCompiler);
 	app.setReplySerializer((payload) => stringifyExact(payload));
 	const metrics = createMetrics();
+	const base = opts.basePath ?? "";
+	const limiter = opts.rateLimit && opts.rateLimit.perSecond > 0 ? createRateLimiter(opts.rateLimit) : null;
 	const ctx = {
 		store: opts.store,
 		keyring: opts.keyring,
 		metrics,
 		followers: opts.followers ?? new Map(),
 		remote: opts.remote,
+		dataDir: opts.dataDir,
+		limiter,
 	};
-	const base = opts.basePath ?? "";
-	const limiter = opts.rateLimit && opts.rateLimit.perSecond > 0 ? createRateLimiter(opts.rateLimit) : null;
+	app.decorateRequest("caller", "");
 	app.decorate("maxResponseBytes", opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
 	// First, so every route registered below (docs included) inherits the headers hook.
 	securityHeaders(app, base);
@@ -124,6 +139,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	app.addHook("onRequest", async (req, reply) => {
 		if (!req.routeOptions.url?.includes("/:chain_id/v1/") || req.method === "OPTIONS") return;
 		const identity = authenticate(ctx.keyring, req.headers.authorization);
+		req.caller = identity;
 		if (limiter) enforceRateLimit(limiter, identity, reply);
 	});
 
@@ -173,6 +189,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		}
 		// A body Fastify refused before routing (too large, unknown media type, bad JSON): every
 		// route here is a GET that takes none, so say that instead of Fastify's own wording.
+		if (fe.code?.startsWith("FST_ERR_CTP_") && fe.statusCode && fe.statusCode < 500 && req.method === "POST") {
+			const message = `the body was refused (${fe.message.toLowerCase()}): send one SQL statement of at most ${sqlLimits.maxLength} characters as text/plain, or as JSON {"sql": "..."}`;
+			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "INVALID_BODY", message));
+		}
 		if (fe.code?.startsWith("FST_ERR_CTP_") && fe.statusCode && fe.statusCode < 500) {
 			const message = `this API takes no request body (${fe.message.toLowerCase()}): send GET requests, with every parameter in the query string; see /docs`;
 			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "BODY_NOT_ACCEPTED", message));
@@ -208,6 +228,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			contractRoutes(scoped, ctx);
 			balancesRoutes(scoped, ctx);
 			nftRoutes(scoped, ctx);
+			sqlRoutes(scoped, ctx, { enabled: opts.sql?.enabled ?? false, limits: sqlLimits });
 		},
 		{ prefix: base },
 	);

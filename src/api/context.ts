@@ -4,6 +4,7 @@ import type { RemoteStatus } from "../remote/remote-lake.js";
 import { notFound } from "./errors.js";
 import type { Keyring } from "./keys.js";
 import type { FollowSource, Metrics } from "./metrics.js";
+import type { RateLimiter } from "./rate-limit.js";
 
 /** What every route needs, handed to the route plugins once. */
 export interface ApiContext {
@@ -14,6 +15,10 @@ export interface ApiContext {
 	/** Set when the lake is read from a bucket through a local cache (remote/remote-lake.ts). */
 	remote?: { status(): RemoteStatus };
 	log?: FastifyBaseLogger;
+	/** The served data folder. */
+	dataDir: string;
+	/** Per-key rate limits, when on: the SQL endpoint charges a statement's DuckDB time. */
+	limiter?: RateLimiter | null;
 }
 
 /** 404 for a well-formed chain id that has no data here, naming the chains that do. */

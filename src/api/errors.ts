@@ -1,7 +1,7 @@
 /** An error a client can act on: the status, a stable code, and a message saying how to fix it. */
 export class ApiError extends Error {
 	constructor(
-		readonly statusCode: 400 | 401 | 404 | 406 | 429 | 503,
+		readonly statusCode: 400 | 401 | 403 | 404 | 406 | 429 | 503,
 		readonly code: string,
 		message: string,
 	) {
@@ -13,6 +13,7 @@ export class ApiError extends Error {
 const REASONS: Record<number, string> = {
 	400: "Bad Request",
 	401: "Unauthorized",
+	403: "Forbidden",
 	404: "Not Found",
 	405: "Method Not Allowed",
 	406: "Not Acceptable",

@@ -85,6 +85,20 @@ export function createRateLimiter(
 				retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - b.tokens) / perSecond)),
 			};
 		},
+		/**
+		 * Takes `tokens` more from `id`'s bucket after the fact (a SQL statement weighs its DuckDB
+		 * time): the bucket may go below zero, down to minus its size, and its next requests wait
+		 * for the refill.
+		 */
+		charge(id: string, tokens: number) {
+			if (!(tokens > 0)) return;
+			const t = now();
+			const b = buckets.get(id) ?? { tokens: burst, at: t };
+			b.tokens = Math.max(-burst, level(b, t) - tokens);
+			b.at = t;
+			buckets.delete(id);
+			buckets.set(id, b);
+		},
 		/** Buckets held now (for tests and metrics). */
 		size: () => buckets.size,
 		perSecond,

@@ -158,7 +158,7 @@ export function callRecord(r: Row) {
 /** JSON with bigint written as exact integers (JSON.stringify refuses bigint). */
 export function stringifyExact(value: unknown): string {
 	const marked = JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? `\u0000big:${v}` : v));
-	return marked.replace(/"\\u0000big:(\d+)"/g, "$1");
+	return marked.replace(/"\\u0000big:(-?\d+)"/g, "$1");
 }
 
 /** Each record shape's columns in CSV and Arrow answers (api/list-columns.ts). */

@@ -112,7 +112,7 @@ function cellText(v: unknown): string | null {
 	return stringifyExact(v);
 }
 
-function csvCell(v: unknown): string {
+export function csvCell(v: unknown): string {
 	const t = cellText(v);
 	if (t == null) return "";
 	return /[",\n\r]/.test(t) ? `"${t.replaceAll('"', '""')}"` : t;
@@ -144,11 +144,15 @@ function arrowValue(kind: ColumnKind, v: unknown): unknown {
 	}
 }
 
-/** Each column typed by its kind (list-columns.ts), whatever the page holds. */
-function arrowTable(columns: string[], rows: Record<string, unknown>[]): Table {
+/** Each column typed by its kind (list-columns.ts, or `kindOf`), whatever the page holds. */
+export function arrowTable(
+	columns: string[],
+	rows: Record<string, unknown>[],
+	kindOf: (column: string) => ColumnKind = columnKind,
+): Table {
 	const vectors = Object.fromEntries(
 		columns.map((c) => {
-			const kind = columnKind(c);
+			const kind = kindOf(c);
 			return [c, vectorFromArray(rows.map((r) => arrowValue(kind, r[c])) as never[], ARROW_TYPES[kind]())];
 		}),
 	);

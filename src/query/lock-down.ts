@@ -16,6 +16,19 @@ const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
  * cuts queries long before they could need it.
  */
 export async function lockDown(instance: DuckDBInstance, dataDir: string): Promise<void> {
+	await lockDownTo(instance, { directories: [resolve(dataDir)] });
+}
+
+/**
+ * lockDown with the readable (and writable) places spelled out: whole `directories`, and single
+ * files in `paths` (the SQL endpoint's instances: the listed Parquet files of one snapshot and
+ * nothing else, not even the manifest or the key file beside them).
+ */
+export async function lockDownTo(
+	instance: DuckDBInstance,
+	allowed: { directories?: readonly string[]; paths?: readonly string[] },
+): Promise<void> {
+	const list = (items: readonly string[] = []) => `[${items.map(quote).join(", ")}]`;
 	const conn = await instance.connect();
 	try {
 		// Order matters: allowed_directories can only be set while external access is still on.
@@ -24,8 +37,8 @@ export async function lockDown(instance: DuckDBInstance, dataDir: string): Promi
 			// Not a lockdown setting, but must come before the lock: keep each file's footer
 			// (schema, row-group statistics) in memory, so a query does not parse it again.
 			"SET parquet_metadata_cache = true",
-			`SET allowed_directories = [${quote(resolve(dataDir))}]`,
-			"SET allowed_paths = []",
+			`SET allowed_directories = ${list(allowed.directories)}`,
+			`SET allowed_paths = ${list(allowed.paths)}`,
 			"SET autoinstall_known_extensions = false",
 			"SET autoload_known_extensions = false",
 			"SET allow_community_extensions = false",

@@ -151,6 +151,8 @@ export interface Snapshot {
 	ranks(): RankEntry | null;
 	/** The chunks stored, in block order. */
 	chunks(): readonly ChunkEntry[];
+	/** The manifest this snapshot reads (the SQL endpoint's views list its files); never to be changed. */
+	manifest(): Manifest | null;
 	/** Blocks per partition of the chain's writers (manifest `partition_size`), if recorded. */
 	partitionSize(): number | undefined;
 	/** The newest block stored, or null while there is none. */
@@ -580,6 +582,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				indexed: (index, chunk) => manifest !== null && isIndexed(manifest, index, chunk),
 				ranks: () => usableRanks(dataDir, manifest),
 				chunks: () => [...(manifest?.chunks ?? [])].sort((a, b) => a.from - b.from),
+				manifest: () => manifest,
 				partitionSize: () => manifest?.partition_size,
 				// The manifest's last block: the head, without reading a file.
 				head: () => (manifest?.chunks.length ? Math.max(...manifest.chunks.map((c) => c.to)) : null),

@@ -52,8 +52,13 @@ data/<chain>/views.sql                                  DuckDB views, written by
 - Addresses and hashes: lowercase \`0x\` hex strings.
 - uint256 quantities (wei amounts, token amounts and ids, difficulty, fee fields): exact
   **decimal strings** (VARCHAR). DuckDB writes HUGEINT to Parquet as DOUBLE, losing precision,
-  and DECIMAL stops at 38 digits, short of uint256's 78. Cast for arithmetic when exactness is
-  not needed (\`value::DOUBLE\`), or \`value::HUGEINT\` for values below 2^127.
+  and DECIMAL stops at 38 digits, short of uint256's 78. As text they sort as text (\`max(value)\`
+  is the lexicographic largest) and need a cast to add up, so the views of \`npm run sql\` and of
+  the SQL endpoint add two numeric forms next to each, computed when read (the files keep one
+  form): \`value_d38\` DECIMAL(38,0), exact, null from 10^38 on (10^20 ether in wei; sums of it
+  are exact up to about 1.7 x 10^38), and \`value_f64\` DOUBLE, every value, about 15 significant
+  digits (sorts right; sums approximately). Straight from the files, write the casts yourself:
+  \`TRY_CAST(value AS DECIMAL(38,0))\`, \`value::DOUBLE\`.
 - Block numbers, timestamps (unix seconds), gas, counts and indexes: signed integers (BIGINT,
   INTEGER, TINYINT), never unsigned ones: Delta Lake and Iceberg have none, and Spark reads
   Parquet's UINT_64 as decimal(20,0), so every engine reads these columns the same way. The
@@ -94,7 +99,14 @@ SELECT token_standard, count(*) FROM read_parquet('data/eip155-1/transfers/*.par
 SELECT * FROM read_parquet('data/eip155-1/transactions/*.parquet') WHERE transaction_hash = '0x...';
 \`\`\`
 
-The view \`chunks\` lists the ranges written, with the trace source of each.
+The view \`chunks\` lists the ranges written, with the trace source of each; \`token_metadata\`,
+\`token_uris\` and \`opening_balances\` are the token metadata (below). Every uint256 column
+\`c\` has \`c_d38\` and \`c_f64\` next to it in the views:
+
+\`\`\`sql
+SELECT contract, sum(value_d38) AS total, max(value_f64) AS largest
+FROM transfers WHERE token_standard = 'erc20' GROUP BY contract ORDER BY largest DESC LIMIT 10;
+\`\`\`
 
 ## Datasets
 `;

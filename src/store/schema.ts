@@ -17,6 +17,14 @@ export type Column = readonly [type: string, doc: string];
 type Columns<Row> = { readonly [K in keyof Required<Row>]: Column };
 
 const U256 = "VARCHAR";
+/** uint256 columns, by their Column object (u256 made each one). */
+const UINT256 = new WeakSet<Column>();
+/** A uint256 column: exact decimal text (DuckDB writes its 128-bit integers to Parquet as DOUBLE). */
+function u256(doc: string): Column {
+	const column = [U256, doc] as const;
+	UINT256.add(column);
+	return column;
+}
 const ADDR = "VARCHAR";
 const HASH = "VARCHAR";
 const HEX = "VARCHAR";
@@ -52,13 +60,13 @@ const blocks: Columns<BlockRow> = {
 	state_root: [HASH, "state trie root"],
 	receipts_root: [HASH, "receipts trie root"],
 	miner: [ADDR, "fee recipient"],
-	difficulty: [U256, "difficulty, decimal string"],
-	total_difficulty: [U256, "total difficulty, decimal string; null when the node no longer reports it"],
+	difficulty: u256("difficulty, decimal string"),
+	total_difficulty: u256("total difficulty, decimal string; null when the node no longer reports it"),
 	size: ["BIGINT", "block size in bytes"],
 	extra_data: [HEX, "extra data, hex"],
 	gas_limit: ["BIGINT", "gas limit"],
 	gas_used: ["BIGINT", "gas used"],
-	base_fee_per_gas: [U256, "EIP-1559 base fee in wei, decimal string; null before London"],
+	base_fee_per_gas: u256("EIP-1559 base fee in wei, decimal string; null before London"),
 	transaction_count: ["INTEGER", "number of transactions"],
 	uncle_count: ["INTEGER", "number of uncles"],
 	withdrawals_root: [HASH, "withdrawals root; null before Shanghai"],
@@ -76,29 +84,29 @@ const transactions: Columns<TransactionRow> = {
 	nonce: ["BIGINT", "sender nonce"],
 	from_address: [ADDR, "sender (the transaction's origin)"],
 	to_address: [ADDR, "recipient; null for a contract deployment"],
-	value: [U256, "wei sent, decimal string"],
+	value: u256("wei sent, decimal string"),
 	input: [HEX, "call data, hex"],
 	gas: ["BIGINT", "gas limit of the transaction"],
-	gas_price: [U256, "gas price in wei (for EIP-1559 transactions as the node reports it)"],
-	max_fee_per_gas: [U256, "EIP-1559 fee cap in wei; null for legacy transactions"],
-	max_priority_fee_per_gas: [U256, "EIP-1559 tip cap in wei; null for legacy transactions"],
-	max_fee_per_blob_gas: [U256, "EIP-4844 blob fee cap in wei"],
+	gas_price: u256("gas price in wei (for EIP-1559 transactions as the node reports it)"),
+	max_fee_per_gas: u256("EIP-1559 fee cap in wei; null for legacy transactions"),
+	max_priority_fee_per_gas: u256("EIP-1559 tip cap in wei; null for legacy transactions"),
+	max_fee_per_blob_gas: u256("EIP-4844 blob fee cap in wei"),
 	blob_versioned_hashes: ["VARCHAR[]", "EIP-4844 blob hashes"],
 	transaction_type: ["TINYINT", "0 legacy, 1 access list, 2 EIP-1559, 3 blob, 4 set-code"],
-	tx_chain_id: [U256, "chain id signed into the transaction; null for pre-EIP-155 transactions"],
+	tx_chain_id: u256("chain id signed into the transaction; null for pre-EIP-155 transactions"),
 	r: [HEX, "signature r"],
 	s: [HEX, "signature s"],
-	v: [U256, "signature v (y parity for typed transactions), decimal string"],
+	v: u256("signature v (y parity for typed transactions), decimal string"),
 	status: ["TINYINT", "receipt status: 1 success, 0 failure; null before Byzantium"],
 	root: [HASH, "receipt state root; only before Byzantium"],
 	gas_used: ["BIGINT", "gas used by this transaction"],
 	cumulative_gas_used: ["BIGINT", "gas used in the block up to and including this transaction"],
-	effective_gas_price: [U256, "wei paid per gas"],
-	fee: [U256, "gas_used * effective_gas_price in wei, decimal string (blob fees not included)"],
+	effective_gas_price: u256("wei paid per gas"),
+	fee: u256("gas_used * effective_gas_price in wei, decimal string (blob fees not included)"),
 	contract_address: [ADDR, "contract created by a deployment transaction"],
 	logs_count: ["INTEGER", "number of logs in the receipt"],
 	blob_gas_used: ["BIGINT", "EIP-4844 blob gas used"],
-	blob_gas_price: [U256, "EIP-4844 blob gas price in wei"],
+	blob_gas_price: u256("EIP-4844 blob gas price in wei"),
 };
 
 const logs: Columns<LogRow> = {
@@ -129,7 +137,7 @@ const traces: Columns<TraceRow> = {
 	reward_type: ["VARCHAR", "block or uncle, for reward frames"],
 	from_address: [ADDR, "caller; for suicide the destroyed contract"],
 	to_address: [ADDR, "callee; for create the new contract; for suicide the beneficiary"],
-	value: [U256, "wei moved by the frame, decimal string"],
+	value: u256("wei moved by the frame, decimal string"),
 	input: [HEX, "call data or init code"],
 	output: [HEX, "return data or deployed code"],
 	gas: ["BIGINT", "gas given to the frame"],
@@ -147,8 +155,8 @@ const transfers: Columns<TransferRow> = {
 	contract: [ADDR, "token contract; null for native"],
 	sender: [ADDR, "address the value left"],
 	recipient: [ADDR, "address the value reached"],
-	value: [U256, "wei or token amount, decimal string; null for ERC-721 and ERC-1155 batches"],
-	token_id: [U256, "token id, decimal string; null for native, ERC-20 and ERC-1155 batches"],
+	value: u256("wei or token amount, decimal string; null for ERC-721 and ERC-1155 batches"),
+	token_id: u256("token id, decimal string; null for native, ERC-20 and ERC-1155 batches"),
 	batch_values: ["VARCHAR[]", "ERC-1155 TransferBatch amounts, decimal strings"],
 	batch_token_ids: ["VARCHAR[]", "ERC-1155 TransferBatch ids, decimal strings"],
 	operator: [ADDR, "ERC-1155 operator"],
@@ -162,7 +170,7 @@ const contract_creations: Columns<ContractCreationRow> = {
 	origin: [ADDR, "sender of the transaction"],
 	contract_address: [ADDR, "the created contract"],
 	caller: [ADDR, "account that executed CREATE/CREATE2 (the sender for a deployment transaction)"],
-	value: [U256, "wei sent to the new contract, decimal string"],
+	value: u256("wei sent to the new contract, decimal string"),
 	op_code: ["VARCHAR", "CREATE or CREATE2; null where the node's traces do not say"],
 	trace_index: ["INTEGER", "frame of the creation"],
 	trace_address: ["INTEGER[]", "path of the frame"],
@@ -178,7 +186,7 @@ const self_destructs: Columns<SelfDestructRow> = {
 	contract_address: [ADDR, "the self-destructed contract"],
 	caller: [ADDR, "account that called the contract"],
 	beneficiary: [ADDR, "account that received the balance"],
-	value: [U256, "wei sent to the beneficiary, decimal string (null where the node does not say)"],
+	value: u256("wei sent to the beneficiary, decimal string (null where the node does not say)"),
 	trace_index: ["INTEGER", "frame of the self-destruct"],
 	trace_address: ["INTEGER[]", "path of the frame"],
 };
@@ -203,3 +211,9 @@ export const SORT_KEY: { readonly [D in DatasetName]: string } = {
 	contract_creations: "id",
 	self_destructs: "id",
 };
+
+/** The uint256 columns of `dataset` (decimal text), which the SQL views add numeric forms of (query/views.ts). */
+export const uint256Columns = (dataset: DatasetName): string[] =>
+	Object.entries(SCHEMAS[dataset] as Record<string, Column>)
+		.filter(([, c]) => UINT256.has(c))
+		.map(([name]) => name);
