@@ -28,7 +28,7 @@ import { blockRoutes } from "./routes/blocks.js";
 import { contractRoutes } from "./routes/contracts.js";
 import { healthRoutes } from "./routes/health.js";
 import { nftRoutes } from "./routes/nfts.js";
-import { type SqlEndpointOptions, sqlRoutes } from "./routes/sql.js";
+import { sqlRoutes } from "./routes/sql.js";
 import { txRoutes } from "./routes/txs.js";
 import { securityHeaders } from "./security-headers.js";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./send-list.js";
@@ -55,7 +55,7 @@ export interface AppOptions {
 	/** Deadlines for slow clients and slow handlers (defaults in server-timeouts.ts). */
 	timeouts?: Partial<ServerTimeouts>;
 	/** POST /{chain}/v1/sql: off (403 SQL_DISABLED) unless `enabled`; limits default to DEFAULT_SQL_LIMITS. */
-	sql?: Partial<SqlEndpointOptions> & { limits?: Partial<SqlLimits> };
+	sql?: { enabled?: boolean; limits?: Partial<SqlLimits> };
 }
 
 declare module "fastify" {

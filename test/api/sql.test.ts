@@ -155,7 +155,7 @@ describe("POST /{chain}/v1/sql", () => {
 		const all = (
 			(await post("SELECT value FROM transfers WHERE value IS NOT NULL")).body as unknown as SqlJson
 		).items.map((r) => BigInt(r.value as string));
-		const largest = all.reduce((a, b) => (b > a ? b : a), 0n);
+		const largest = [...all].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).at(-1) ?? 0n;
 		const fits = all.filter((v) => v < 10n ** 38n);
 		const res = await post(
 			"SELECT arg_max(value, value_f64) AS largest, max(value) AS largest_as_text, sum(value_d38) AS total_d38, count(value_d38) AS counted FROM transfers",
