@@ -235,7 +235,7 @@ export async function runUserSql(opts: {
 			throw new SqlRefusedError(
 				400,
 				"SQL_READ_ONLY",
-				`only a read-only SELECT (or WITH ... SELECT, FROM ..., VALUES, DESCRIBE, SUMMARIZE) is run here, not a ${StatementType[type] ?? type} statement`,
+				`only a read-only SELECT (or WITH ... SELECT, FROM ..., VALUES, DESCRIBE, SUMMARIZE) is run here; this statement is of type ${StatementType[type] ?? type}`,
 			);
 
 		const live = conn;
