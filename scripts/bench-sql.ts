@@ -1,0 +1,103 @@
+/**
+ * The SQL endpoint's cost on a lake: `npm run bench:sql -- --data-dir /path/to/synth-M [--chain eip155-1] [--n 20]`.
+ * Times `--n` requests of each statement through POST /{chain}/v1/sql (real HTTP on a loopback
+ * socket; each statement in a DuckDB instance of its own, query/user-sql.ts) and the same
+ * statement on one DuckDB instance kept open with the same views (what `npm run sql` does), so
+ * the difference is the per-statement instance: its making, lockdown and views. Prints p50/p90.
+ */
+import { realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { buildApp } from "../src/api/app.js";
+import { createKeyring } from "../src/api/keys.js";
+import { createStore } from "../src/query/store.js";
+import { datasetViews } from "../src/query/views.js";
+import { readManifestSafe } from "../src/store/manifest.js";
+
+const { values } = parseArgs({
+	options: {
+		"data-dir": { type: "string" },
+		chain: { type: "string", default: "eip155-1" },
+		n: { type: "string", default: "20" },
+	},
+});
+if (!values["data-dir"]) {
+	process.stderr.write("--data-dir is needed: a lake, e.g. one npm run synth -- --scale M wrote\n");
+	process.exit(2);
+}
+const dataDir = realpathSync(values["data-dir"]);
+const chain = values.chain as string;
+const n = Number(values.n);
+const KEY = "bench-key-0123456789";
+
+const manifest = readManifestSafe(dataDir, chain);
+const files = (manifest?.chunks ?? []).length;
+const statements: [string, string][] = [
+	["SELECT 1 (the instance alone)", "SELECT 1 AS one"],
+	["count of transfers", "SELECT count(*) AS n FROM transfers"],
+	[
+		"transfers per standard, last 1000 blocks",
+		`SELECT token_standard, count(*) AS n, sum(value_f64) AS total FROM transfers WHERE block_number > (SELECT max(number) - 1000 FROM blocks) GROUP BY ALL ORDER BY ALL`,
+	],
+	[
+		"top 10 ERC-20 contracts by transfers (whole chain)",
+		"SELECT contract, count(*) AS n, sum(value_d38) AS total FROM transfers WHERE token_standard = 'erc20' GROUP BY contract ORDER BY n DESC LIMIT 10",
+	],
+	[
+		"one block's transactions",
+		"SELECT transaction_hash, from_address, to_address, value FROM transactions WHERE block_number = (SELECT max(number) - 10 FROM blocks)",
+	],
+];
+
+const pct = (xs: number[], p: number) => {
+	const s = [...xs].sort((a, b) => a - b);
+	return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
+};
+
+const store = await createStore(dataDir);
+const app = await buildApp({
+	store,
+	keyring: createKeyring({ path: join(tmpdir(), "chainlake-bench-sql-keys.json"), envKeys: [KEY] }),
+	dataDir,
+	sql: { enabled: true, limits: { timeoutMs: 60_000, memory: "2GB", threads: 2 } },
+});
+const base = await app.listen({ port: 0, host: "127.0.0.1" });
+
+const kept = await DuckDBInstance.create(":memory:", { threads: "2", memory_limit: "2GB" });
+const conn = await kept.connect();
+for (const s of datasetViews(dataDir, manifest)) if (!s.startsWith("--")) await conn.run(s);
+
+console.log(`lake ${dataDir} (${chain}): ${files} chunks in the manifest; ${n} runs per statement`);
+console.log("statement | endpoint p50 / p90 ms | one kept instance p50 / p90 ms | rows");
+try {
+	for (const [name, sql] of statements) {
+		const viaApi: number[] = [];
+		const kept: number[] = [];
+		let rows = "";
+		for (let i = 0; i < n; i++) {
+			let t = performance.now();
+			const res = await fetch(`${base}/${chain}/v1/sql`, {
+				method: "POST",
+				headers: { authorization: `Bearer ${KEY}`, "content-type": "text/plain" },
+				body: sql,
+			});
+			const body = (await res.json()) as { row_count?: number; message?: string };
+			if (res.status !== 200) throw new Error(`${name}: ${res.status} ${body.message}`);
+			viaApi.push(performance.now() - t);
+			rows = String(body.row_count);
+			t = performance.now();
+			await conn.runAndReadAll(sql);
+			kept.push(performance.now() - t);
+		}
+		console.log(
+			`${name} | ${pct(viaApi, 50).toFixed(1)} / ${pct(viaApi, 90).toFixed(1)} | ${pct(kept, 50).toFixed(1)} / ${pct(kept, 90).toFixed(1)} | ${rows}`,
+		);
+	}
+} finally {
+	conn.closeSync();
+	kept.closeSync();
+	await app.close();
+	store.close();
+}
