@@ -7,6 +7,7 @@
  * - With CHAINLAKE_RPC_URL set: follows that chain instead (from CHAINLAKE_START_BLOCK, default
  *   the head minus 100) into CHAINLAKE_DATA_DIR (default data/), and serves it.
  * Prints the base URL, a demo API key, the docs URL and curl commands that return data.
+ * CHAINLAKE_SQL=1 turns on the SQL endpoint (README "SQL over HTTP").
  * Ctrl-C stops everything (anvil included).
  */
 import { randomBytes } from "node:crypto";
@@ -105,6 +106,8 @@ const app = await buildApp({
 	// The same per-key limit as `npm run serve` (CHAINLAKE_RATE_LIMIT / CHAINLAKE_RATE_BURST to change it).
 	rateLimit: parseRateLimit(process.env.CHAINLAKE_RATE_LIMIT, process.env.CHAINLAKE_RATE_BURST),
 	logger: { level: process.env.LOG_LEVEL ?? "warn", redact: ["req.headers.authorization"] },
+	// POST /{chain}/v1/sql for notebooks, when asked for (README "SQL over HTTP").
+	sql: { enabled: process.env.CHAINLAKE_SQL === "1" },
 });
 const address = await app.listen({ port: PORT, host: HOST });
 const base = `${address}/${chain.id}/v1`;
@@ -115,6 +118,11 @@ const curls = [
 	work
 		? `curl -s -H "Authorization: Bearer ${demoKey}" "${base}/contracts/creates?caller=${work.contracts.factory}&limit=5"`
 		: `curl -s -H "Authorization: Bearer ${demoKey}" "${base}/blocks?block_number_start=-5&block_number_end=latest"`,
+	...(process.env.CHAINLAKE_SQL === "1"
+		? [
+				`curl -s -H "Authorization: Bearer ${demoKey}" -H "content-type: text/plain" --data "SELECT token_standard, count(*) AS n FROM transfers GROUP BY ALL" "${base}/sql"`,
+			]
+		: []),
 ];
 process.stdout.write(
 	[
