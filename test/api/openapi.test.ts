@@ -15,7 +15,10 @@ describe("OpenAPI and /docs", () => {
 		const r = await f.get("/openapi.json", {});
 		expect(r.status).toBe(200);
 		const paths = r.body.paths as Record<string, { get: { parameters?: { name: string }[]; description?: string } }>;
-		const data = Object.keys(paths).filter((p) => p.startsWith("/{chain_id}/v1/"));
+		// The SQL endpoint is a POST of ours, checked below.
+		const data = Object.keys(paths).filter((p) => p.startsWith("/{chain_id}/v1/") && p !== "/{chain_id}/v1/sql");
+		const sql = (r.body.paths as Record<string, { post?: { description?: string } }>)["/{chain_id}/v1/sql"];
+		expect(sql?.post?.description).toMatch(/Example: curl -X POST .*\/eip155-1\/v1\/sql/);
 		expect(data.sort()).toEqual(
 			[
 				"address/{address}/transfers",
