@@ -167,6 +167,22 @@ function chunksTable(m: Manifest | null): string {
 	return `CREATE TABLE chunks AS SELECT * FROM (VALUES ${rows.join(", ")}) t("from", "to", last_hash, traces)`;
 }
 
+/** The checks that need no DuckDB: a statement at all, and not too long (before waiting for a slot). */
+export function checkSqlText(sql: string, limits: SqlLimits): void {
+	if (sql.trim() === "")
+		throw new SqlRefusedError(
+			400,
+			"SQL_MISSING",
+			'no statement: send one SELECT as the body (text/plain, or JSON {"sql": "..."})',
+		);
+	if (sql.length > limits.maxLength)
+		throw new SqlRefusedError(
+			400,
+			"SQL_TOO_LONG",
+			`the statement has ${sql.length} characters, above the ${limits.maxLength} this server takes: shorten it (a long IN list is better as a join or a range)`,
+		);
+}
+
 /**
  * Runs one user statement over a snapshot's files under `limits`. The statement's slot comes
  * from `slots` (at most limits.concurrency at once); output goes to `sink` (rows) or, with
@@ -182,20 +198,9 @@ export async function runUserSql(opts: {
 	parquet?: boolean;
 }): Promise<{ elapsedMs: number; rows: number; parquet?: Buffer }> {
 	const { sql, limits } = opts;
+	checkSqlText(sql, limits);
 	// DuckDB checks a path once resolved (symlinks too): name every file so.
 	const lake = realpathSync(opts.dataDir);
-	if (sql.trim() === "")
-		throw new SqlRefusedError(
-			400,
-			"SQL_MISSING",
-			'no statement: send one SELECT as the body (text/plain, or JSON {"sql": "..."})',
-		);
-	if (sql.length > limits.maxLength)
-		throw new SqlRefusedError(
-			400,
-			"SQL_TOO_LONG",
-			`the statement has ${sql.length} characters, above the ${limits.maxLength} this server takes: shorten it (a long IN list is better as a join or a range)`,
-		);
 	const files = [
 		...DATASETS.flatMap((d) => listedFiles(lake, opts.manifest, d)),
 		...METADATA_TABLE_NAMES.flatMap((t) => metadataFiles(lake, opts.manifest, t)),

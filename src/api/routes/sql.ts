@@ -2,7 +2,14 @@ import { tableToIPC } from "apache-arrow";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { runUserSql, type SqlColumn, type SqlLimits, SqlRefusedError, sqlSlots } from "../../query/user-sql.js";
+import {
+	checkSqlText,
+	runUserSql,
+	type SqlColumn,
+	type SqlLimits,
+	SqlRefusedError,
+	sqlSlots,
+} from "../../query/user-sql.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError } from "../errors.js";
 import { chainParams } from "../params.js";
@@ -142,6 +149,11 @@ export function sqlRoutes(app: FastifyInstance, ctx: ApiContext, opts: SqlEndpoi
 					'send the statement as the body: text/plain, or JSON {"sql": "SELECT ..."}',
 				);
 			const format = sqlFormat(req.query.format, req.headers.accept);
+			try {
+				checkSqlText(sql, opts.limits);
+			} catch (err) {
+				throw toApiError(err);
+			}
 			const release = await slots.acquire().catch((err: unknown) => {
 				throw toApiError(err);
 			});
