@@ -2,6 +2,12 @@ import { parseMemoryLimit } from "../query/store.js";
 import { DEFAULT_SQL_LIMITS, type SqlLimits } from "../query/user-sql.js";
 import type { SqlEndpointOptions } from "./routes/sql.js";
 
+/**
+ * The longest a statement may run: it may first wait as long for a slot, and the server answers
+ * every request within 30 s (server-timeouts.ts), so two budgets and the instance's making must fit.
+ */
+export const MAX_SQL_TIMEOUT_MS = 14_000;
+
 /** The SQL endpoint's flags for serve (README "SQL over HTTP"); each has an environment twin. */
 export const SQL_FLAG_OPTIONS = {
 	sql: { type: "boolean", default: process.env.CHAINLAKE_SQL === "1" },
@@ -38,7 +44,7 @@ export function sqlFlags(
 	if (memory === null)
 		throw new Error(`--sql-memory must be a size such as 256MB or 1GB, not ${JSON.stringify(values["sql-memory"])}`);
 	const limits: SqlLimits = {
-		timeoutMs: whole("sql-timeout-ms", 2 ** 31 - 1, defaults.timeoutMs),
+		timeoutMs: whole("sql-timeout-ms", MAX_SQL_TIMEOUT_MS, Math.min(defaults.timeoutMs, MAX_SQL_TIMEOUT_MS)),
 		memory,
 		maxRows: whole("sql-max-rows", 100_000_000),
 		maxBytes: defaults.maxBytes,
