@@ -14,6 +14,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
+import { SQL_FLAG_OPTIONS, sqlFlags } from "../../src/api/sql-flags.js";
 import { DEFAULT_SQL_LIMITS, type SqlLimits, sqlSlots } from "../../src/query/user-sql.js";
 import { type ApiFixture, AUTH, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
 
@@ -273,5 +274,38 @@ describe("the SQL endpoint's hard limits", () => {
 		// 1000, less this statement (1 + a request per 100 ms), less the request that asked.
 		expect(after).toBe(1000 - 1 - Math.floor(elapsed / 100) - 1);
 		expect(elapsed).toBeGreaterThan(100);
+	});
+});
+
+describe("serve's SQL flags", () => {
+	const defaults = { timeoutMs: 10_000, maxBytes: 1024, threads: 2 };
+	// What parseArgs gives with no flag (SQL_FLAG_OPTIONS' defaults).
+	const none = Object.fromEntries(Object.entries(SQL_FLAG_OPTIONS).map(([k, o]) => [k, o.default]));
+	it("are off by default, on with --sql, with the documented limits", () => {
+		expect(sqlFlags(none, defaults)).toEqual({ enabled: false, limits: { ...DEFAULT_SQL_LIMITS, ...defaults } });
+		const on = sqlFlags(
+			{ sql: true, "sql-memory": "256MB", "sql-max-rows": "10", "sql-max-length": "100", "sql-concurrency": "2" },
+			defaults,
+		);
+		expect(on).toEqual({
+			enabled: true,
+			limits: {
+				timeoutMs: 10_000,
+				memory: "256MB",
+				maxRows: 10,
+				maxBytes: 1024,
+				maxLength: 100,
+				concurrency: 2,
+				threads: 2,
+			},
+		});
+	});
+
+	it("name the flag to fix", () => {
+		const base = { "sql-memory": "256MB", "sql-max-rows": "10", "sql-max-length": "100", "sql-concurrency": "1" };
+		expect(() => sqlFlags({ ...base, "sql-timeout-ms": "60000" }, defaults)).toThrow(/--sql-timeout-ms .* 1 to 14000/);
+		expect(() => sqlFlags({ ...base, "sql-memory": "lots" }, defaults)).toThrow(/--sql-memory/);
+		expect(() => sqlFlags({ ...base, "sql-max-rows": "0" }, defaults)).toThrow(/--sql-max-rows/);
+		expect(() => sqlFlags({ ...base, "sql-concurrency": "x" }, defaults)).toThrow(/--sql-concurrency/);
 	});
 });
