@@ -187,9 +187,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		if (fe.validation) {
 			return reply.code(400).send(errorBody(400, "INVALID_PARAMETER", validationMessage(fe, req.routeOptions.url)));
 		}
-		// A body Fastify refused before routing (too large, unknown media type, bad JSON): every
-		// route here is a GET that takes none, so say that instead of Fastify's own wording.
-		if (fe.code?.startsWith("FST_ERR_CTP_") && fe.statusCode && fe.statusCode < 500 && req.method === "POST") {
+		// A body Fastify refused before the handler (too large, unknown media type, bad JSON): the
+		// SQL endpoint's says what it takes; every other route is a GET that takes none.
+		if (
+			fe.code?.startsWith("FST_ERR_CTP_") &&
+			fe.statusCode &&
+			fe.statusCode < 500 &&
+			req.routeOptions.url?.endsWith("/:chain_id/v1/sql")
+		) {
 			const message = `the body was refused (${fe.message.toLowerCase()}): send one SQL statement of at most ${sqlLimits.maxLength} characters as text/plain, or as JSON {"sql": "..."}`;
 			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "INVALID_BODY", message));
 		}

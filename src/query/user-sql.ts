@@ -137,6 +137,13 @@ function cleanMessage(err: unknown, lake: string): string {
 
 const VIEWS_HINT = `the views are ${[...DATASETS, ...METADATA_TABLE_NAMES, "chunks"].join(", ")} (data/README.md)`;
 
+const readFailed = (message: string) =>
+	new SqlRefusedError(
+		503,
+		"SQL_READ_FAILED",
+		`a file of the lake could not be read (${message}): retry later; if it persists, the operator's npm run verify names the damaged file`,
+	);
+
 /** Why DuckDB refused or stopped a statement, as the client's error. */
 function refusal(err: unknown, lake: string, limits: SqlLimits): SqlRefusedError {
 	const message = cleanMessage(err, lake);
@@ -152,6 +159,8 @@ function refusal(err: unknown, lake: string, limits: SqlLimits): SqlRefusedError
 			"SQL_MEMORY_LIMIT",
 			`the statement needed more than the ${limits.memory} of memory one statement may use (${message}): filter or aggregate more, select fewer columns, or add a LIMIT`,
 		);
+	// A listed file missing or damaged: not the statement's fault (npm run verify names the file).
+	if (/^IO Error/.test(message)) return readFailed(message);
 	if (/^Catalog Error/.test(message)) return new SqlRefusedError(400, "SQL_INVALID", `${message}; ${VIEWS_HINT}`);
 	return new SqlRefusedError(400, "SQL_INVALID", `${message}: fix the statement and send it again`);
 }
@@ -184,9 +193,9 @@ export function checkSqlText(sql: string, limits: SqlLimits): void {
 }
 
 /**
- * Runs one user statement over a snapshot's files under `limits`. The statement's slot comes
- * from `slots` (at most limits.concurrency at once); output goes to `sink` (rows) or, with
- * `parquet`, comes back as a Parquet file's bytes. Returns the DuckDB time it used (for the
+ * Runs one user statement over a snapshot's files under `limits` (the caller holds one of
+ * sqlSlots' slots meanwhile); output goes to `sink` (rows) or, with `parquet`, comes back as a
+ * Parquet file's bytes. Returns the DuckDB time it used (for the
  * key's rate limit) and the rows it answered.
  */
 export async function runUserSql(opts: {
@@ -214,8 +223,13 @@ export async function runUserSql(opts: {
 	try {
 		await lockDownTo(instance, { paths: files, directories: out ? [`${out}/`] : [] });
 		conn = await instance.connect();
-		for (const statement of [...datasetViews(lake, opts.manifest), chunksTable(opts.manifest)])
-			if (!statement.startsWith("--")) await conn.run(statement);
+		// The views bind the listed files: a failure here is the lake's (a file missing or damaged).
+		try {
+			for (const statement of [...datasetViews(lake, opts.manifest), chunksTable(opts.manifest)])
+				if (!statement.startsWith("--")) await conn.run(statement);
+		} catch (err) {
+			throw readFailed(cleanMessage(err, lake));
+		}
 
 		// What the text is, by DuckDB's parser: one statement, a SELECT (binding it reads no data).
 		let count: number;
@@ -254,7 +268,7 @@ export async function runUserSql(opts: {
 			if (out) {
 				const target = join(out, "answer.parquet");
 				const copy = await live.prepare(
-					`COPY (SELECT * FROM query($1) LIMIT ${limits.maxRows + 1}) TO '${target}' (FORMAT parquet, COMPRESSION zstd)`,
+					`COPY (SELECT * FROM query($1) LIMIT ${limits.maxRows + 1}) TO '${target.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION zstd)`,
 				);
 				copy.bindVarchar(1, sql);
 				const written = Number((await copy.runAndReadAll()).getRows()[0]?.[0] ?? 0);

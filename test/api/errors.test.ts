@@ -515,7 +515,7 @@ describe("404: unknown block, transaction, route", () => {
 	});
 });
 
-describe("a request with a body (every route is a GET and takes none)", () => {
+describe("a request with a body (every route but POST /sql is a GET and takes none)", () => {
 	const send = async (method: "GET" | "POST" | "DELETE", contentType: string, payload: string) => {
 		const res = await f.app.inject({
 			method,

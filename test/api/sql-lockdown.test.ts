@@ -251,4 +251,13 @@ describe("hostile SQL at POST /{chain}/v1/sql", () => {
 			{ numRuns: 100, seed: 20261125 },
 		);
 	});
+
+	it("a listed file gone missing is the lake's fault, not the statement's: 503 SQL_READ_FAILED", async () => {
+		const transfers = join(dataDir, CHAIN, "transfers");
+		for (const f of readdirSync(transfers).filter((n) => n.endsWith(".parquet"))) await rm(join(transfers, f));
+		const res = await post("SELECT count(*) AS n FROM transfers");
+		expect(res.status, res.text).toBe(503);
+		expect(res.code).toBe("SQL_READ_FAILED");
+		expect(leaks(res.text)).toEqual([]);
+	});
 });
