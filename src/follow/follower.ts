@@ -17,7 +17,6 @@ import {
 import { type LakeSettings, lakeExporter } from "../store/delta/lake-export.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
 import { ranksDue, ranksStep } from "../store/holder-ranks.js";
-import { settledOnlyFor, writtenWith } from "../store/indexes.js";
 import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
 import { listedPaths } from "../store/listing.js";
 import { acquireWriteLock } from "../store/lock.js";
@@ -384,31 +383,25 @@ export function createFollower(opts: FollowerOptions) {
 			}),
 		];
 		const entries: ChunkEntry[] = [];
-		const headPartition = Math.floor(head / partitionSize) * partitionSize;
 		for (const [a, b] of ranges) {
 			const first = links[a - from] as Link;
 			const last = links[b - from] as Link;
-			const entry = await writeChunkFiles(
-				s.writer,
-				dataDir,
-				chain.id,
-				{
-					from: a,
-					to: b,
-					traces: s.traces,
-					firstParentHash: first.parentHash,
-					lastHash: last.hash,
-					gen: nextGeneration(s.manifest),
-				},
-				sliceRows(rows, a, b),
+			entries.push(
+				await writeChunkFiles(
+					s.writer,
+					dataDir,
+					chain.id,
+					{
+						from: a,
+						to: b,
+						traces: s.traces,
+						firstParentHash: first.parentHash,
+						lastHash: last.hash,
+						gen: nextGeneration(s.manifest),
+					},
+					sliceRows(rows, a, b),
+				),
 			);
-			// The head's partition gets its balance deltas now: balances and holders at the head
-			// then read them instead of summing the partition's transfers on every request (on M:
-			// the busiest token's first page of holders 166 -> 103 ms, a heavy wallet's native
-			// balance 150 -> 20 ms; BENCHMARKS.md). Older partitions (a catch-up) get them from the
-			// background merges once settled, as before, so a catch-up stays as cheap.
-			if (b >= headPartition) await deriveIndexes(s.writer, dataDir, chain.id, entry, settledOnlyFor(entry.datasets));
-			entries.push(entry);
 			crashPoint("follow.append.chunk-written");
 		}
 		markFinal(s.manifest, Math.min(to, lastFinal));
@@ -498,11 +491,7 @@ export function createFollower(opts: FollowerOptions) {
 			const merged = await mergeChunkDatasets(s.writer, dataDir, chain.id, run, nextGeneration(s.manifest), () =>
 				crashPoint("follow.compact.dataset-merged"),
 			);
-			// The balance deltas too where every merged chunk had them (the head's partition).
-			await deriveIndexes(s.writer, dataDir, chain.id, merged, [
-				...writtenWith(merged.datasets),
-				...settledOnlyFor(merged.datasets).filter((i) => run.every((c) => c.indexes?.includes(i))),
-			]);
+			await deriveIndexes(s.writer, dataDir, chain.id, merged);
 			crashPoint("follow.compact.files-written");
 			markFinal(s.manifest, merged.to);
 			const replaced = await replaceChunks(dataDir, s.manifest, run, [merged]);

@@ -34,10 +34,9 @@ export interface IndexDef {
 	/** Rows per row group: a lookup decodes one whole row group of the columns it reads. */
 	rowGroupSize: number;
 	/**
-	 * Derived once a chunk is settled, by the background merges (merges.ts), not when a chunk is
-	 * written: keeps backfills and the follower's catch-up as cheap as before; readers sum the
-	 * chunks that lack it from their source dataset. (The follower derives them as it writes the
-	 * head's partition, where every request at the head would sum the same transfers again.)
+	 * Derived only once a chunk is settled, by the background merges (merges.ts), not when a chunk
+	 * is written: keeps the follower's catch-up and head appends as cheap as before; readers sum
+	 * the chunks that lack it from their source dataset.
 	 */
 	settledOnly?: boolean;
 	/** How runs merge files `src` of this index (default: every row, re-sorted). */
@@ -155,6 +154,3 @@ export const writtenWith = (datasets: readonly DatasetName[]): IndexName[] =>
 	indexesFor(datasets).filter((i) => !isSettledOnly(i));
 /** The indexes derived once a chunk is settled. */
 export const SETTLED_ONLY: IndexName[] = INDEX_NAMES.filter(isSettledOnly);
-/** The settled-only indexes (balance deltas) a chunk of `datasets` has. */
-export const settledOnlyFor = (datasets: readonly DatasetName[]): IndexName[] =>
-	indexesFor(datasets).filter(isSettledOnly);
