@@ -275,6 +275,19 @@ describe("the SQL endpoint's hard limits", () => {
 		expect(after).toBe(1000 - 1 - Math.floor(elapsed / 100) - 1);
 		expect(elapsed).toBeGreaterThan(100);
 	});
+
+	it("charges a statement stopped at its time budget for the time it used", async () => {
+		const app = await appWith({ timeoutMs: 1000 }, { rateLimit: { perSecond: 0.001, burst: 1000 } });
+		const res = await post("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r", {
+			app,
+		});
+		expect(res.status).toBe(503);
+		const after = Number(
+			(await app.inject({ url: `/${f.chain}/v1/blocks/latest`, headers: AUTH })).headers["x-ratelimit-remaining"],
+		);
+		// At least its 1 s budget (10 requests), besides the two requests themselves.
+		expect(after).toBeLessThanOrEqual(1000 - 2 - 10);
+	});
 });
 
 describe("serve's SQL flags", () => {

@@ -159,6 +159,7 @@ export function sqlRoutes(app: FastifyInstance, ctx: ApiContext, opts: SqlEndpoi
 			});
 			let result: Awaited<ReturnType<typeof runUserSql>>;
 			const encode = format === "parquet" ? null : encoder(format);
+			const started = performance.now();
 			try {
 				result = await runUserSql({
 					sql,
@@ -169,6 +170,8 @@ export function sqlRoutes(app: FastifyInstance, ctx: ApiContext, opts: SqlEndpoi
 					parquet: format === "parquet",
 				});
 			} catch (err) {
+				// A statement stopped at a limit used the time too (a bomb cut at the budget most of all).
+				ctx.limiter?.charge(req.caller, Math.floor((performance.now() - started) / SQL_MS_PER_REQUEST));
 				throw toApiError(err);
 			} finally {
 				release();
