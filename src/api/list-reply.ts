@@ -42,3 +42,11 @@ export function envelope<T extends object>(
 }
 
 export type Envelope = ReturnType<typeof envelope>;
+
+/**
+ * The list envelope of a page of holdings as of block `n` (the balances and NFT routes): they
+ * sum the whole history up to it, so the range starts at block 0.
+ */
+export function asOfEnvelope<T extends object>(n: number, hasMore: boolean, nextOffset: string | null, items: T[]) {
+	return { range: { has_more: hasMore, start_block: 0, end_block: n, next_offset: nextOffset }, items };
+}

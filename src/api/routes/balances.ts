@@ -8,7 +8,7 @@ import { PARTS, withDecimals } from "../../store/amounts.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
 import { asOf, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
-import { DEFAULT_LIMIT } from "../list-reply.js";
+import { asOfEnvelope, DEFAULT_LIMIT } from "../list-reply.js";
 import { addressParam, blockNumberParam } from "../params.js";
 import { sendList } from "../send-list.js";
 
@@ -73,14 +73,11 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			return sendList(
 				reply,
 				q.format,
-				{
-					range: {
-						has_more: hasMore,
-						start_block: 0,
-						end_block: n,
-						next_offset: next ?? null,
-					},
-					items: page.map((b) => ({
+				asOfEnvelope(
+					n,
+					hasMore,
+					next ?? null,
+					page.map((b) => ({
 						id: `${req.params.address}:${b.token}`,
 						seen_at_block_number: b.seenAt,
 						value_raw: b.raw.toString(),
@@ -88,7 +85,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 						estimated_usd_value: NO_PRICE,
 						token: tokenInfo(b.token, metas.get(b.token)),
 					})),
-				},
+				),
 				TOKEN_BALANCE_COLUMNS,
 			);
 		},
@@ -116,14 +113,11 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			return sendList(
 				reply,
 				q.format,
-				{
-					range: {
-						has_more: page.hasMore,
-						start_block: 0,
-						end_block: n,
-						next_offset: page.next ? `${page.next.parts.join("_")}_${page.next.address}` : null,
-					},
-					items: page.holders.map((h) => ({
+				asOfEnvelope(
+					n,
+					page.hasMore,
+					page.next ? `${page.next.parts.join("_")}_${page.next.address}` : null,
+					page.holders.map((h) => ({
 						id: `${h.address}:${req.params.contract}`,
 						address: h.address,
 						seen_at_block_number: h.seenAt,
@@ -131,7 +125,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 						value_calculated: calculated(h.raw, meta),
 						estimated_usd_value: NO_PRICE,
 					})),
-				},
+				),
 				TOKEN_HOLDER_COLUMNS,
 			);
 		},

@@ -11,7 +11,7 @@ import { amountOf, LIMBS } from "../../store/amounts.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
 import { asOf, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
-import { DEFAULT_LIMIT, pageOf } from "../list-reply.js";
+import { asOfEnvelope, DEFAULT_LIMIT, pageOf } from "../list-reply.js";
 import { addressParam, blockNumberParam, booleanParam, type ListQuery, listQuery } from "../params.js";
 import { type ResolvedRange, resolveRange } from "../range.js";
 import { sendList } from "../send-list.js";
@@ -248,14 +248,11 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 			return sendList(
 				reply,
 				q.format,
-				{
-					range: {
-						has_more: page.hasMore,
-						start_block: 0,
-						end_block: n,
-						next_offset: page.hasMore && last ? `${last.token}_${last.tokenId}` : null,
-					},
-					items: page.items.map((h) => {
+				asOfEnvelope(
+					n,
+					page.hasMore,
+					page.hasMore && last ? `${last.token}_${last.tokenId}` : null,
+					page.items.map((h) => {
 						const a = came.get(holdingKey(h));
 						return {
 							id: `${h.token}:${h.tokenId}`,
@@ -267,7 +264,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 							sale_price: NO_PRICE,
 						};
 					}),
-				},
+				),
 				INVENTORY_COLUMNS,
 			);
 		},
@@ -309,14 +306,11 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 			return sendList(
 				reply,
 				q.format,
-				{
-					range: {
-						has_more: page.hasMore,
-						start_block: 0,
-						end_block: n,
-						next_offset: page.hasMore && last ? `${last.tokenId}_${last.holder}` : null,
-					},
-					items: page.items.map((h) => {
+				asOfEnvelope(
+					n,
+					page.hasMore,
+					page.hasMore && last ? `${last.tokenId}_${last.holder}` : null,
+					page.items.map((h) => {
 						const a = came.get(holdingKey(h));
 						return {
 							id: `${h.tokenId}:${h.holder}`,
@@ -328,7 +322,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 							sale_price: NO_PRICE,
 						};
 					}),
-				},
+				),
 				OWNER_COLUMNS,
 			);
 		},
