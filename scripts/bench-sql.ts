@@ -15,6 +15,7 @@ import { createKeyring } from "../src/api/keys.js";
 import { createStore } from "../src/query/store.js";
 import { datasetViews } from "../src/query/views.js";
 import { readManifestSafe } from "../src/store/manifest.js";
+import { fmt, summarise } from "./bench/measure.js";
 
 const { values } = parseArgs({
 	options: {
@@ -51,11 +52,6 @@ const statements: [string, string][] = [
 	],
 ];
 
-const pct = (xs: number[], p: number) => {
-	const s = [...xs].sort((a, b) => a - b);
-	return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
-};
-
 const store = await createStore(dataDir);
 const app = await buildApp({
 	store,
@@ -91,9 +87,8 @@ try {
 			await conn.runAndReadAll(sql);
 			kept.push(performance.now() - t);
 		}
-		console.log(
-			`${name} | ${pct(viaApi, 50).toFixed(1)} / ${pct(viaApi, 90).toFixed(1)} | ${pct(kept, 50).toFixed(1)} / ${pct(kept, 90).toFixed(1)} | ${rows}`,
-		);
+		const [a, k] = [summarise(viaApi), summarise(kept)];
+		console.log(`${name} | ${fmt(a.p50)} / ${fmt(a.p90)} | ${fmt(k.p50)} / ${fmt(k.p90)} | ${rows}`);
 	}
 } finally {
 	conn.closeSync();

@@ -1,6 +1,7 @@
-/** Latency samples: `n` timed calls after `warmup` untimed ones, summarised as p50/p99 in ms. */
+/** Latency samples: `n` timed calls after `warmup` untimed ones, summarised as p50/p90/p99 in ms. */
 export interface Latency {
 	p50: number;
+	p90: number;
 	p99: number;
 	n: number;
 }
@@ -19,7 +20,7 @@ export async function timeCalls(fn: () => Promise<unknown>, n: number, warmup = 
 export function summarise(ms: number[]): Latency {
 	const sorted = [...ms].sort((a, b) => a - b);
 	const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
-	return { p50: at(0.5), p99: at(0.99), n: ms.length };
+	return { p50: at(0.5), p90: at(0.9), p99: at(0.99), n: ms.length };
 }
 
 export const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
