@@ -1,7 +1,6 @@
 import { resolve } from "node:path";
 import type { DuckDBInstance } from "@duckdb/node-api";
-
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
+import { sqlString as quote } from "../util/sql-string.js";
 
 /**
  * Confines a DuckDB instance to `dataDir`, so that even SQL the service did not mean to run

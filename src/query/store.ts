@@ -31,6 +31,7 @@ import {
 import { SCHEMAS } from "../store/schema.js";
 import { METADATA_TABLES, type MetadataTable, metadataFiles } from "../store/token-metadata.js";
 import { isFileError, parquetShape } from "../store/verify.js";
+import { sqlString as quote } from "../util/sql-string.js";
 import {
 	DamagedDataError,
 	type DamagedFile,
@@ -164,8 +165,6 @@ export interface Snapshot {
 	 */
 	memo<T>(key: string, compute: () => Promise<T>): Promise<T>;
 }
-
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /**
  * The one module that talks to DuckDB for the API. Reads the Parquet files in place (no import

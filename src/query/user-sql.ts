@@ -15,6 +15,7 @@ import type { ColumnKind } from "../api/list-columns.js";
 import { DATASETS } from "../extract/rows.js";
 import { listedFiles, type Manifest } from "../store/manifest.js";
 import { METADATA_TABLE_NAMES, metadataFiles } from "../store/token-metadata.js";
+import { sqlString } from "../util/sql-string.js";
 import { lockDownTo } from "./lock-down.js";
 import { datasetViews } from "./views.js";
 
@@ -268,7 +269,7 @@ export async function runUserSql(opts: {
 			if (out) {
 				const target = join(out, "answer.parquet");
 				const copy = await live.prepare(
-					`COPY (SELECT * FROM query($1) LIMIT ${limits.maxRows + 1}) TO '${target.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION zstd)`,
+					`COPY (SELECT * FROM query($1) LIMIT ${limits.maxRows + 1}) TO ${sqlString(target)} (FORMAT parquet, COMPRESSION zstd)`,
 				);
 				copy.bindVarchar(1, sql);
 				const written = Number((await copy.runAndReadAll()).getRows()[0]?.[0] ?? 0);

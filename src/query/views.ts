@@ -5,8 +5,7 @@ import { manifestPath } from "../store/layout.js";
 import { listedFiles, type Manifest, readManifestSafe } from "../store/manifest.js";
 import { uint256Columns } from "../store/schema.js";
 import { METADATA_TABLE_NAMES, metadataFiles } from "../store/token-metadata.js";
-
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
+import { sqlString as quote } from "../util/sql-string.js";
 
 /**
  * The numeric forms a view adds next to each uint256 column `c` (stored as exact decimal text,

@@ -1,3 +1,4 @@
+import { sqlString } from "../util/sql-string.js";
 import { LIMBS, normalizedPartsSql, PARTS } from "./amounts.js";
 import { partitionPath, type RangeId } from "./layout.js";
 import { indexFiles, isIndexed } from "./listing.js";
@@ -105,7 +106,7 @@ export function ranksDue(dataDir: string, m: Manifest): boolean {
 
 /** SQL of the ranked holdings of the holders index files `files` (see the module comment). */
 export function ranksSql(files: readonly string[]): string {
-	const list = files.map((f) => `'${f.replaceAll("'", "''")}'`).join(", ");
+	const list = files.map(sqlString).join(", ");
 	const sums = LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ");
 	const order = [...PARTS]
 		.reverse()
@@ -141,7 +142,7 @@ export async function ranksStep(
 	entry.rows = await writer.copy(ranksSql(files), path, RANK_COPY_OPTIONS);
 	// By holder, from the file just written (its sums are done).
 	await writer.copy(
-		`SELECT * FROM read_parquet('${path.replaceAll("'", "''")}') ORDER BY address, token`,
+		`SELECT * FROM read_parquet(${sqlString(path)}) ORDER BY address, token`,
 		wallets,
 		RANK_COPY_OPTIONS,
 	);

@@ -6,6 +6,7 @@ import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
 import { fsyncDir, fsyncFile, mkdirDurably } from "../util/fsync.js";
+import { sqlString as quote } from "../util/sql-string.js";
 import { INDEXES, type IndexDef, type IndexName } from "./indexes.js";
 import { SCHEMAS, SORT_KEY } from "./schema.js";
 
@@ -67,8 +68,6 @@ export interface ParquetWriter {
 	copy(query: string, path: string, options: string): Promise<number>;
 	close(): void;
 }
-
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /** ORDER BY of a dataset's or an index's files. */
 export const orderOf = (name: DatasetName | IndexName): string =>

@@ -1,5 +1,6 @@
 import type { TokenReader } from "../rpc/token-reads.js";
 import { crashPoint } from "../util/crash-point.js";
+import { sqlString as quote } from "../util/sql-string.js";
 import { partitionPath, stagingDir } from "./layout.js";
 import { listedFiles, type Manifest, nextGeneration, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
@@ -88,7 +89,6 @@ function due(m: Manifest): { from: number; to: number; last_hash: string } | nul
 
 export const metadataDue = (m: Manifest): boolean => due(m) !== null;
 
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 const list = (files: string[]) => `read_parquet([${files.map(quote).join(", ")}])`;
 
 /** Runs `f` over `items`, CALLS_AT_ONCE at a time. */

@@ -3,6 +3,7 @@ import { copyFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatasetName } from "../extract/rows.js";
 import { fsyncDir, fsyncFile } from "../util/fsync.js";
+import { sqlString as quote } from "../util/sql-string.js";
 import { INDEXES, type IndexDef, type IndexName } from "./indexes.js";
 import { filterPath } from "./key-filter.js";
 import { partitionPath, type RangeId } from "./layout.js";
@@ -42,7 +43,6 @@ interface FileOf {
 	filter: boolean;
 }
 
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 const ident = (s: string) => `"${s.replaceAll('"', '""')}"`;
 
 /** The columns of a Parquet file, with their DuckDB types. */

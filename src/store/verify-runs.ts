@@ -1,5 +1,6 @@
 import { relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
+import { sqlString as quote } from "../util/sql-string.js";
 import { filterPath, loadKeyFilter } from "./key-filter.js";
 import { partitionPath } from "./layout.js";
 import type { Manifest } from "./manifest.js";
@@ -13,8 +14,6 @@ export interface RunProblem {
 	run: RunEntry;
 	problem: string;
 }
-
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /**
  * Checks the merged index runs of a chain (runs.ts): each run file exists, reads, and holds the

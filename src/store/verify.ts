@@ -5,6 +5,7 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName } from "../extract/rows.js";
 import { ChainlakeError, UserInputError } from "../util/errors.js";
 import { fsyncDir, fsyncFile } from "../util/fsync.js";
+import { sqlString as quote } from "../util/sql-string.js";
 import type { IndexName } from "./indexes.js";
 import { chainDir, manifestPath, partitionPath } from "./layout.js";
 import { acquireWriteLock } from "./lock.js";
@@ -81,8 +82,6 @@ function listed(dataDir: string, chain: string, chunks: readonly ChunkEntry[], g
 	}
 	return out;
 }
-
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /** DuckDB's complaint about a file, without the file's path or the statement. */
 function duckProblem(err: unknown): string {

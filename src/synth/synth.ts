@@ -9,6 +9,7 @@ import { type ChunkEntry, loadManifest, missingRanges, nextGeneration, saveManif
 import { deleteNow, mergeAll } from "../store/merges.js";
 import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/parquet-writer.js";
 import type { ChainRef } from "../util/chain.js";
+import { sqlString as quote } from "../util/sql-string.js";
 import { chunkTablesSql, datasetSelectSql, macrosSql } from "./chunk-sql.js";
 import type { Scale } from "./scales.js";
 
@@ -23,8 +24,6 @@ export interface SynthOptions {
 	threads?: number;
 	onChunk?: (entry: ChunkEntry, done: number, total: number) => void;
 }
-
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /**
  * Writes the synthetic chain in the backfill's layout: the same file names, columns, sort order,

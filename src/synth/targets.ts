@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { listedFiles, readManifestSafe } from "../store/manifest.js";
+import { sqlString as quote } from "../util/sql-string.js";
 
 /**
  * What a benchmark should ask of a synthetic chain, picked from the data itself (not from the
@@ -31,7 +32,6 @@ export interface Counted {
 
 export const targetsPath = (dataDir: string, chain: string) => join(dataDir, `${chain}.targets.json`);
 
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 const SAMPLE = 3;
 
 export async function computeTargets(dataDir: string, chain: string): Promise<SynthTargets> {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { crashPoint } from "../../util/crash-point.js";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
+import { sqlString as quote } from "../../util/sql-string.js";
 
 /*
  * A Delta Lake transaction log (delta-io/delta PROTOCOL.md), written and read by this process
@@ -187,8 +188,6 @@ const CHECKPOINT_COLUMNS: Record<string, string> = {
 	metaData: `STRUCT(id VARCHAR, "name" VARCHAR, description VARCHAR, format STRUCT(provider VARCHAR, options ${MAP}), schemaString VARCHAR, partitionColumns VARCHAR[], configuration ${MAP}, createdTime BIGINT)`,
 	protocol: "STRUCT(minReaderVersion INTEGER, minWriterVersion INTEGER)",
 };
-
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /**
  * Writes the checkpoint of `state` (at its version) and points `_last_checkpoint` at it. The

@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from "@duckdb/node-api";
+import { sqlString as quote } from "../../util/sql-string.js";
 
 /** What a Delta `add` says of a data file besides its name: columns, rows, per-column statistics. */
 export interface FileFacts {
@@ -18,8 +19,6 @@ const MAX_TEXT_STAT = 66;
 
 /** Ascending, by `<` (code units for text: byte order for the ASCII our columns hold). */
 const ordered = <T extends bigint | string>(xs: T[]): T[] => xs.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-
-const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /**
  * Reads a Parquet file's footer (row-group statistics DuckDB wrote) into Delta file statistics,
