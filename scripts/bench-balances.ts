@@ -2,7 +2,7 @@
  * `npm run bench:balances -- --data-dir <synth folder> [--n 30]`: the Balances API's questions on
  * a synthetic chain (npm run synth; `npm run reindex` adds the balance indexes to an older
  * folder), asked through the query layer the routes use: a wallet's ERC-20 and native balances
- * and NFT inventory at the head and at a past block (mid-history, so a merged run straddles it),
+ * (all of them, and the route's first page of 100) and NFT inventory at the head and at a past block (mid-history, so a merged run straddles it),
  * the first page of a token's holders and of the busiest NFT collection's owners at the head and
  * at that block, for the targets `npm run synth` picked. Prints p50/p99 ms per case; figures are
  * printed, never asserted. Holders pages are timed with the holder ranks and with them hidden.
@@ -10,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { nativeBalance, tokenBalances } from "../src/query/balances.js";
+import { nativeBalance, tokenBalances, tokenBalancesPage } from "../src/query/balances.js";
 import { TooManyChangesError } from "../src/query/deltas.js";
 import { tokenHolders } from "../src/query/holders.js";
 import { nftHoldings } from "../src/query/nfts.js";
@@ -62,6 +62,11 @@ for (const [kind, counted] of values.only === "holders" ? [] : Object.entries(ta
 		await row(`wallet's token balances, ${kind}, ${label}`, async () => {
 			const b = await tokenBalances(store.snapshot(chain), address, at);
 			return `${b.length} tokens`;
+		});
+		// What the route answers by default: the first 100 tokens, by token address.
+		await row(`wallet's token balances, first 100, ${kind}, ${label}`, async () => {
+			const p = await tokenBalancesPage(store.snapshot(chain), address, at, { limit: 100 });
+			return `${p.balances.length} tokens, more: ${p.next !== undefined}`;
 		});
 		await row(`wallet's native balance, ${kind}, ${label}`, async () => {
 			const b = await nativeBalance(store.snapshot(chain), address, at ?? head);

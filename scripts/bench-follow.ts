@@ -6,7 +6,7 @@
  *
  * With `--tokens` the workload (tokens, NFTs, traces) runs first and every block also moves an
  * ERC-20 amount, and `--partition-size`/`--finality-depth` make chunks settle within the run, so
- * the balance upkeep (settled-only indexes, runs, token metadata, holder ranks) runs in the
+ * the balance upkeep (balance delta files, runs, token metadata, holder ranks) runs in the
  * follower's background while the lag is measured; the upkeep done is printed.
  */
 import { readFileSync } from "node:fs";

@@ -30,7 +30,7 @@ import {
 	nextGeneration,
 	saveManifest,
 } from "../store/manifest.js";
-import { mergeDue, mergeNext } from "../store/merges.js";
+import { headStep, mergeDue, mergeNext } from "../store/merges.js";
 import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
 import { damagedChunks } from "../store/repair.js";
 import { RETIRE_GRACE_MS } from "../store/retire-later.js";
@@ -254,10 +254,12 @@ export function createFollower(opts: FollowerOptions) {
 			try {
 				// One merge at a time, and none while the follower is behind: head lag comes first.
 				while (!stopping && caughtUp()) {
-					// The holder ranks last, once every merge is done (store/holder-ranks.ts).
+					// The holder ranks once every merge is done (store/holder-ranks.ts), then the
+					// balance deltas of the chunks not yet settled (which new blocks keep due).
 					const gone =
 						(await mergeNext(writer, dataDir, s.manifest, exclusive, metadata)) ??
-						(await ranksStep(writer, dataDir, s.manifest, exclusive));
+						(await ranksStep(writer, dataDir, s.manifest, exclusive)) ??
+						(await headStep(writer, dataDir, s.manifest, exclusive));
 					if (!gone) break;
 					retire(gone);
 				}

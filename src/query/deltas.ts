@@ -12,9 +12,10 @@ import type { Params, Snapshot } from "./store.js";
  * ranges in chain order, so for a past block `n` every file's change counts whole where its last
  * change is at or before `n`; the holdings whose changes in the one file holding `n` lie on both
  * sides of it ("straddling") are summed from their transfers instead, from that change's first
- * block up to `n`. The chunks with no index file yet (not settled: merges.ts derives it later)
- * are summed from their transfers too. At the head nothing straddles: one read of the index files
- * whose key filter admits the holder or token, plus the unsettled tail.
+ * block up to `n`. The chunks with no index file yet (merges.ts derives them in the background,
+ * moments after a head block) are summed from their transfers too. At the head nothing
+ * straddles: one read of the index files whose key filter admits the holder or token, plus the
+ * newest chunks' transfers where their files are not derived yet.
  */
 
 /** The most holdings a past block may find mid-change before a query is refused. */
@@ -143,7 +144,7 @@ export async function deltaSums(
 
 /**
  * The block ranges up to `n` of the chunks that have transfers but no file of `index` yet (not
- * settled: the settled-only indexes are derived in the background, merges.ts), adjacent ones
+ * derived yet: the deferred indexes come in the background, merges.ts), adjacent ones
  * joined: what a balance sums from the transfers themselves.
  */
 export function lacking(db: Snapshot, index: IndexName, n: number): [number, number][] {

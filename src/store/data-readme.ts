@@ -126,7 +126,7 @@ export function dataReadme(): string {
 		const columns = def.columns
 			? `columns ${Object.entries(def.columns)
 					.map(([c, t]) => `\`${c}\` ${t}`)
-					.join(", ")}, from \`${def.source}\` once a chunk is settled`
+					.join(", ")}, from \`${def.source}\`, derived in the background after the chunk is written`
 			: `the columns of \`${def.source}\`${extra}`;
 		return `- \`${i}\`: ${def.doc}; ${columns}; row groups of ${def.rowGroupSize.toLocaleString("en-US")} rows.`;
 	});
@@ -170,8 +170,8 @@ CHAINLAKE_TOKEN_URIS=0 leaves token URIs out (one node call per NFT id).
 
 Two files of one entry (the manifest's \`ranks\`; \`${RANKS}/${RANKS}_<from>_<to>_g<gen>.parquet\`
 and the same rows sorted by holder and token in \`${WALLETS}/\`): every ERC-20
-holding's balance as of block \`<to>\`, the end of the longest prefix of the chain whose
-\`erc20_holders\` rows are all in index files, sorted by token and, per token, by balance
+holding's balance as of block \`<to>\`, the end of the longest prefix of the chain of settled
+chunks whose \`erc20_holders\` rows are all in index files, sorted by token and, per token, by balance
 (largest first, then address). Columns ${Object.entries(RANK_COLUMNS)
 		.map(([c, type]) => `\`${c}\` ${type}`)
 		.join(", ")}: the balance as limb sums \`d0\`..\`d8\` (as in the balance indexes), the same

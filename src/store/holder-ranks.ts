@@ -4,6 +4,7 @@ import { partitionPath, type RangeId } from "./layout.js";
 import { indexFiles, isIndexed } from "./listing.js";
 import { type Manifest, nextGeneration, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
+import { settledChunks } from "./runs.js";
 
 /*
  * Holder ranks: every ERC-20 holding's balance as of one settled block S, summed once from the
@@ -61,11 +62,16 @@ export const rankPath = (dataDir: string, chain: string, r: RangeId, table: Rank
 export const rankFiles = (dataDir: string, m: Manifest | null, table?: RankTable): string[] =>
 	(m?.ranks ?? []).flatMap((r) => (table ? [table] : RANK_TABLES).map((t) => rankPath(dataDir, m?.chain ?? "", r, t)));
 
-/** The longest prefix of the chain, from its first chunk, whose `erc20_holders` rows are in index files. */
+/**
+ * The longest prefix of the chain, from its first chunk, of settled chunks whose `erc20_holders`
+ * rows are in index files. (Chunks not settled have such files too, derived for the head's
+ * reads, but a reorg or a compaction may still replace them.)
+ */
 export function rankable(m: Manifest): RangeId | null {
+	const first = Math.min(...m.chunks.map((c) => c.from));
 	let out = null as RangeId | null;
-	for (const c of [...m.chunks].sort((a, b) => a.from - b.from)) {
-		if (out && c.from !== out.to + 1) break;
+	for (const c of settledChunks(m)) {
+		if (out ? c.from !== out.to + 1 : c.from !== first) break;
 		if (!c.datasets.includes("transfers") || !isIndexed(m, "erc20_holders", c)) break;
 		out = { from: out?.from ?? c.from, to: c.to, last_hash: c.last_hash };
 	}

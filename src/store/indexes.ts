@@ -34,11 +34,12 @@ export interface IndexDef {
 	/** Rows per row group: a lookup decodes one whole row group of the columns it reads. */
 	rowGroupSize: number;
 	/**
-	 * Derived only once a chunk is settled, by the background merges (merges.ts), not when a chunk
-	 * is written: keeps the follower's catch-up and head appends as cheap as before; readers sum
-	 * the chunks that lack it from their source dataset.
+	 * Derived later, by the background merges (merges.ts: settled chunks first, then the others),
+	 * not when a chunk is written: keeps a backfill's chunk commits, the follower's catch-up and
+	 * its head appends as cheap as before; readers sum the chunks that lack it from their source
+	 * dataset.
 	 */
-	settledOnly?: boolean;
+	deferred?: boolean;
 	/** How runs merge files `src` of this index (default: every row, re-sorted). */
 	merge?(src: string): string;
 	/** Its columns with their types, where they are not the source's plus `key` (an empty relation's). */
@@ -54,7 +55,7 @@ const deltas = (kind: HoldingKind, sortKey: string, key: "address" | "token", do
 	sortKey,
 	key,
 	rowGroupSize: 16_384,
-	settledOnly: true,
+	deferred: true,
 	merge: (src: string) => mergeDeltasSql(src, kind),
 	columns: deltaColumns(kind),
 	doc,
@@ -148,9 +149,9 @@ export const indexesFor = (datasets: readonly DatasetName[]): IndexName[] =>
 		return [def.source, ...(def.also ?? [])].every((d) => datasets.includes(d));
 	});
 
-const isSettledOnly = (i: IndexName): boolean => (INDEXES[i] as IndexDef).settledOnly === true;
-/** The indexes written with a chunk's files (the settled-only ones come later: merges.ts). */
+const isDeferred = (i: IndexName): boolean => (INDEXES[i] as IndexDef).deferred === true;
+/** The indexes written with a chunk's files (the deferred ones come later: merges.ts). */
 export const writtenWith = (datasets: readonly DatasetName[]): IndexName[] =>
-	indexesFor(datasets).filter((i) => !isSettledOnly(i));
-/** The indexes derived once a chunk is settled. */
-export const SETTLED_ONLY: IndexName[] = INDEX_NAMES.filter(isSettledOnly);
+	indexesFor(datasets).filter((i) => !isDeferred(i));
+/** The indexes derived later, in the background (the balance deltas). */
+export const DEFERRED: IndexName[] = INDEX_NAMES.filter(isDeferred);

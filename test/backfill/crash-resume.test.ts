@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DATASETS } from "../../src/extract/rows.js";
-import { writtenWith } from "../../src/store/indexes.js";
+import { indexesFor } from "../../src/store/indexes.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { seededRandom } from "../crash/seeded.js";
@@ -67,11 +67,12 @@ describe("crash and resume", () => {
 		const r = await runScript("backfill.ts", args(clean, anvil.url));
 		expect(r.code, r.stderr).toBe(0);
 		const expected = fileHashes(join(clean, CHAIN));
-		// 12 chunks, each with 7 dataset files and the index files written with a chunk (the chain
-		// is too short for any chunk to settle: no balance index, run or merge), and block 0's
-		// token metadata tables (the node's funded accounts).
+		// 12 chunks, each with 7 dataset files and every index file (the chain is too short for any
+		// chunk to settle: no run or merge, and the balance indexes of chunks not settled are
+		// derived when nothing else is due), and block 0's token metadata tables (the node's funded
+		// accounts).
 		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBe(
-			12 * (7 + writtenWith(DATASETS).length) + 3,
+			12 * (7 + indexesFor(DATASETS).length) + 3,
 		);
 
 		const crashed = join(root, "crashed");

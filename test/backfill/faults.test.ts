@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BackfillRun, createBackfill } from "../../src/backfill/backfill.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { createRpcClient } from "../../src/rpc/client.js";
-import { writtenWith } from "../../src/store/indexes.js";
+import { indexesFor } from "../../src/store/indexes.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
@@ -68,7 +68,9 @@ describe("backfill through a node that fails 20% of requests", () => {
 		const expected = fileHashes(join(root, "clean", `eip155-${CHAIN}`));
 		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBe(
 			// (+ block 0's token metadata tables: the node's funded accounts)
-			Math.ceil((head + 1) / 4) * (7 + writtenWith(DATASETS).length) + 3,
+			// (every index: the chain is too short to settle, so no runs, and the balance ones are
+			// derived for chunks not settled too)
+			Math.ceil((head + 1) / 4) * (7 + indexesFor(DATASETS).length) + 3,
 		);
 		// The manifest holds no timestamps, so every file, the manifest included, is comparable.
 		expect(fileHashes(join(root, "faulty", `eip155-${CHAIN}`)), context).toEqual(expected);

@@ -86,7 +86,7 @@ describe("compaction on the follower", () => {
 			[5, 5],
 			[6, 6],
 		]);
-		// Those written with a chunk; the balance ones come once it is settled, in the background.
+		// Those written with a chunk; the balance ones come later, in the background (merges.ts).
 		const written = writtenWith(DATASETS);
 		for (const c of m.chunks) expect(c.indexes ?? [], `${c.from}`).toEqual(expect.arrayContaining(written));
 

@@ -8,6 +8,7 @@ import { nativeBalance, tokenBalances } from "../../src/query/balances.js";
 import { nftHoldings } from "../../src/query/nfts.js";
 import { createStore } from "../../src/query/store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
+import { loadManifest } from "../../src/store/manifest.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
@@ -22,7 +23,8 @@ import { nodeCall, sendMined } from "../helpers/node-rpc.js";
  * follower has merged them into the balance indexes, every account's ETH balance equals
  * `eth_getBalance`, its ERC-20 balance
  * `balanceOf`, every ERC-721 owner `ownerOf` and every ERC-1155 (holder, id) `balanceOf`, at
- * the head and at a past block.
+ * the head and at a past block; and so with the reorged blocks' balance delta files derived in
+ * the background (src/store/merges.ts headStep) and taken out by the reorg.
  */
 const CHAIN = 31337;
 const ABI = parseAbi([
@@ -100,6 +102,12 @@ async function expectExact(n: number, extra: string[]) {
 	}
 }
 
+/** The chunks above block `n` that list their balance delta files (one-block chunks here). */
+async function deltasAbove(n: number): Promise<number> {
+	const m = await loadManifest(dataDir, `eip155-${CHAIN}`, CHAIN);
+	return m.chunks.filter((c) => c.from > n && c.indexes?.includes("erc20_balances")).length;
+}
+
 beforeAll(async () => {
 	anvil = await startAnvil({ chainId: CHAIN });
 	const workload = await runWorkload({ rpcUrl: anvil.url });
@@ -170,6 +178,11 @@ describe.each([1, 3])("a reorg %i blocks deep", (depth) => {
 		await follower.step();
 		const top = await head();
 		await expectExact(top, [only]);
+		// The orphaned blocks get their balance deltas in the background (merges.ts headStep), so
+		// the reorg below must take those files out too.
+		await follower.merges();
+		expect(await deltasAbove(top - depth)).toBe(depth);
+		await expectExact(top, [only]);
 
 		// Replaced by a branch of empty blocks one longer, so the follower sees a new head.
 		await rpc("anvil_reorg", [depth, []]);
@@ -181,6 +194,10 @@ describe.each([1, 3])("a reorg %i blocks deep", (depth) => {
 		).toBe(true);
 		await expectExact(await head(), [only]);
 		await expectExact(top - depth, [only]);
+		// Once the new branch has its deltas too.
+		await follower.merges();
+		expect(await deltasAbove(top - depth)).toBe(depth + 1);
+		await expectExact(await head(), [only]);
 
 		// Settled and merged into the balance indexes: the same answers.
 		await rpc("anvil_mine", ["0x50"]);

@@ -1,7 +1,11 @@
+import { cp } from "node:fs/promises";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { type BackfillRun, createBackfill } from "../../src/backfill/backfill.js";
 import { viewsSql } from "../../src/query/views.js";
 import { createRpcClient } from "../../src/rpc/client.js";
+import { DEFERRED } from "../../src/store/indexes.js";
+import { loadManifest, saveManifest } from "../../src/store/manifest.js";
+import { settledChunks } from "../../src/store/runs.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 
@@ -12,6 +16,26 @@ export async function backfillInto(dataDir: string, rpcUrl: string, chainId: num
 	const backfill = createBackfill({ rpc, chain: parseChainId(`eip155-${chainId}`), dataDir, logger });
 	const summary = await backfill.run({ from: 0, to: "latest", traces: "auto", ...run });
 	return { summary, logger };
+}
+
+/**
+ * A copy of folder `from` whose chunks not yet settled list no balance delta files: a follower's
+ * state between a head block's commit and the background step that derives them
+ * (src/store/merges.ts headStep), in which balances sum those chunks' transfers instead.
+ * Returns how many chunks lost them (so a test can tell it tested something).
+ */
+export async function copyWithoutHeadDeltas(from: string, to: string, chainId: number): Promise<number> {
+	await cp(from, to, { recursive: true });
+	const m = await loadManifest(to, `eip155-${chainId}`, chainId);
+	const settled = settledChunks(m);
+	let unlisted = 0;
+	for (const c of m.chunks) {
+		if (settled.includes(c) || !c.indexes?.some((i) => DEFERRED.includes(i))) continue;
+		c.indexes = c.indexes.filter((i) => !DEFERRED.includes(i));
+		unlisted++;
+	}
+	await saveManifest(to, m);
+	return unlisted;
 }
 
 /** A DuckDB connection with one view per dataset over the chain's files (npm run sql's views). */
