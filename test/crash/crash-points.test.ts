@@ -134,7 +134,8 @@ const backfillArgs = (dir: string) => [
 
 /**
  * Backfill points, in order, on one folder: each run recovers from the previous crash and gets a
- * little further (a chunk is 7 dataset files, then 2 index files, then the manifest save).
+ * little further (a chunk is 7 dataset files, then 4 index files, then the manifest save; its
+ * balance delta files come after, in their own save).
  */
 const BACKFILL_SEQUENCE: At[] = [
 	"lock.acquired", // a fresh folder: only the lock file
@@ -149,9 +150,10 @@ const BACKFILL_SEQUENCE: At[] = [
 	"manifest.tmp-written", // chunk 0 in _manifest.json.tmp only
 	"metadata.written", // chunk 0 committed, block 0's token metadata files written, unlisted
 	"metadata.committed", // the restart writes them again and lists them
-	"manifest.saved:2", // chunks 1 and 2 committed
-	"delta.committed:3", // chunk 3 saved, one table's Delta commit for it written, the others not yet
-	"backfill.chunk-committed:3", // chunks 2..4 committed, chunk 5 being fetched
+	// (Each chunk's commit is followed by a save listing its balance deltas: merges.ts headStep.)
+	"manifest.saved:2", // chunk 0's balance deltas listed, chunk 1 committed
+	"delta.committed:3", // a save, one table's Delta commit for it written, the others not yet
+	"backfill.chunk-committed:3", // three more chunks committed, the next being fetched
 ];
 
 const followArgs = (dir: string) => [

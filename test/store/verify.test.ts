@@ -255,12 +255,17 @@ describe("a damaged manifest", () => {
 
 			const restored = await verify(dir, "--restore-manifest");
 			expect(restored.code, restored.stdout + restored.stderr).toBe(0);
-			expect(restored.stdout).toContain(`${CHAIN_ID}: restored its manifest from the previous generation (5 ranges;`);
-			// The previous generation lacks the last chunk: the backfill fetches it (new names), and all is as before.
+			expect(restored.stdout).toContain(`${CHAIN_ID}: restored its manifest from the previous generation (6 ranges;`);
+			// The previous generation is the one before the last save, which listed the last chunk's
+			// balance delta files (merges.ts headStep): without them, its balances are summed from
+			// its transfers until a writer derives them again. Every dataset is as before.
+			const last = manifestOf(dir).chunks.at(-1);
+			expect(last?.indexes ?? []).not.toContain("erc20_balances");
+			expect(manifestOf(clean).chunks.at(-1)?.indexes ?? []).toContain("erc20_balances");
+			expect(manifestOf(dir).generation).toBeLessThan(manifestOf(clean).generation ?? 0);
 			const r = await backfill(dir);
 			expect(r.code, r.stderr).toBe(0);
-			expect(r.stderr).toContain("4 to fetch in 1 chunks");
-			expect(manifestOf(dir).generation).toBeGreaterThan(manifestOf(clean).generation ?? 0);
+			expect(r.stderr).toContain("0 to fetch in 0 chunks");
 			expect((await verify(dir)).code).toBe(0);
 			expect(await datasetRows(dir, CHAIN)).toEqual(cleanRows);
 		},
