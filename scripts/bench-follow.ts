@@ -21,7 +21,7 @@ import { startFollowers } from "../src/follow/followers.js";
 import { createStore } from "../src/query/store.js";
 import { manifestPath } from "../src/store/layout.js";
 import type { Manifest } from "../src/store/manifest.js";
-import { settledChunks } from "../src/store/runs.js";
+import { unsettledChunks } from "../src/store/runs.js";
 import { createLogger } from "../src/util/logger.js";
 import { startAnvil } from "../src/workload/anvil.js";
 import { runWorkload } from "../src/workload/run.js";
@@ -106,8 +106,7 @@ try {
 		const m = JSON.parse(readFileSync(manifestPath(dir, "eip155-31337"), "utf8")) as Manifest;
 		// Whether the background kept up with the head: its chunks not settled that list their
 		// balance deltas (merges.ts headStep) at the moment the run ended.
-		const settled = settledChunks(m);
-		const open = m.chunks.filter((c) => !settled.includes(c));
+		const open = unsettledChunks(m);
 		const derived = open.filter((c) => c.indexes?.includes("erc20_balances")).length;
 		console.log(
 			`upkeep during the run: ${m.runs?.length ?? 0} runs listed, holder ranks through block ${m.ranks?.[0]?.to ?? "none"} (generation ${m.ranks?.[0]?.gen ?? "-"}), token metadata sets ${m.metadata?.length ?? 0}, stored head ${Math.max(...m.chunks.map((c) => c.to))}, chunks not settled with their balance deltas ${derived} of ${open.length}`,

@@ -8,7 +8,7 @@ import { partitionPath } from "./layout.js";
 import { isIndexed } from "./listing.js";
 import { type ChunkEntry, type Manifest, saveManifest } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
-import { mergeStep, planMerge, settledChunks } from "./runs.js";
+import { mergeStep, planMerge, settledChunks, unsettledChunks } from "./runs.js";
 import { metadataDue, metadataStep } from "./token-metadata.js";
 
 /*
@@ -33,9 +33,7 @@ type Exclusive = <T>(commit: () => Promise<T>) => Promise<T>;
  * or (`head`) among the others, oldest first.
  */
 function underived(m: Manifest, head = false): { chunk: ChunkEntry; missing: IndexName[] } | null {
-	const settled = settledChunks(m);
-	const chunks = head ? [...m.chunks].filter((c) => !settled.includes(c)).sort((a, b) => a.from - b.from) : settled;
-	for (const chunk of chunks) {
+	for (const chunk of head ? unsettledChunks(m) : settledChunks(m)) {
 		const missing = indexesFor(chunk.datasets).filter((i) => DEFERRED.includes(i) && !isIndexed(m, i, chunk));
 		if (missing.length > 0) return { chunk, missing };
 	}

@@ -61,6 +61,15 @@ export function settledChunks(m: Manifest): ChunkEntry[] {
 	);
 }
 
+/**
+ * The other chunks, in block order: the head's, and any a reorg or a compaction may still
+ * replace (their balance deltas come last in the background merges: merges.ts headStep).
+ */
+export function unsettledChunks(m: Manifest): ChunkEntry[] {
+	const settled = new Set(settledChunks(m));
+	return [...m.chunks].sort((a, b) => a.from - b.from).filter((c) => !settled.has(c));
+}
+
 interface Unit {
 	from: number;
 	to: number;

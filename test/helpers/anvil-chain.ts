@@ -5,7 +5,7 @@ import { viewsSql } from "../../src/query/views.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { DEFERRED } from "../../src/store/indexes.js";
 import { loadManifest, saveManifest } from "../../src/store/manifest.js";
-import { settledChunks } from "../../src/store/runs.js";
+import { unsettledChunks } from "../../src/store/runs.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 
@@ -27,10 +27,9 @@ export async function backfillInto(dataDir: string, rpcUrl: string, chainId: num
 export async function copyWithoutHeadDeltas(from: string, to: string, chainId: number): Promise<number> {
 	await cp(from, to, { recursive: true });
 	const m = await loadManifest(to, `eip155-${chainId}`, chainId);
-	const settled = settledChunks(m);
 	let unlisted = 0;
-	for (const c of m.chunks) {
-		if (settled.includes(c) || !c.indexes?.some((i) => DEFERRED.includes(i))) continue;
+	for (const c of unsettledChunks(m)) {
+		if (!c.indexes?.some((i) => DEFERRED.includes(i))) continue;
 		c.indexes = c.indexes.filter((i) => !DEFERRED.includes(i));
 		unlisted++;
 	}

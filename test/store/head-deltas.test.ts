@@ -10,7 +10,7 @@ import { partitionPath } from "../../src/store/layout.js";
 import { type ChunkEntry, loadManifest, type Manifest } from "../../src/store/manifest.js";
 import { headStep, mergeDue } from "../../src/store/merges.js";
 import { createParquetWriter, type ParquetWriter } from "../../src/store/parquet-writer.js";
-import { settledChunks } from "../../src/store/runs.js";
+import { unsettledChunks } from "../../src/store/runs.js";
 import { writeSynthChain } from "../../src/synth/synth.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { copyWithoutHeadDeltas } from "../helpers/anvil-chain.js";
@@ -29,8 +29,7 @@ const sha = (path: string) => createHash("sha256").update(readFileSync(path)).di
 const load = () => loadManifest(join(root, "copy"), CHAIN.id, CHAIN.number);
 /** The chunk not settled, and the paths of its balance delta files with their key filters. */
 function head(m: Manifest) {
-	const settled = settledChunks(m);
-	const chunk = m.chunks.find((c) => !settled.includes(c)) as ChunkEntry;
+	const chunk = unsettledChunks(m)[0] as ChunkEntry;
 	const files = (dir: string) =>
 		DEFERRED.flatMap((i) => {
 			const path = partitionPath(dir, CHAIN.id, i, chunk);
