@@ -10,7 +10,9 @@ import {
 import { DATASETS, type DatasetName } from "../extract/rows.js";
 import {
 	RANK_COLUMNS,
+	RANK_ROW_GROUP_SIZE,
 	RANK_TABLES,
+	RANKS,
 	type RankEntry,
 	type RankTable,
 	rankFiles,
@@ -94,6 +96,13 @@ export interface StoreOptions {
 	 * or missing one shows when a query reads it.
 	 */
 	files?: { hold(paths: readonly string[]): Promise<() => void> };
+	/**
+	 * A token's holders pages read the holder ranks only when at least this many of its ranked
+	 * holdings fill row groups of their own in the ranks file (default RANK_ROW_GROUP_SIZE: one
+	 * row group). Below that, summing its holdings from the index files costs less than reading
+	 * its ranked rows (BENCHMARKS.md). 0: every token, for tests.
+	 */
+	ranksMinHoldings?: number;
 }
 
 export const DEFAULT_MEMORY_LIMIT = "2GB";
@@ -150,6 +159,8 @@ export interface Snapshot {
 	indexed(index: IndexName, chunk: ChunkEntry): boolean;
 	/** The holder ranks `{erc20_ranks}` reads, if usable with this snapshot's files (store/holder-ranks.ts). */
 	ranks(): RankEntry | null;
+	/** Whether `token` has enough ranked holdings for its holders pages to read the ranks (StoreOptions.ranksMinHoldings). */
+	ranked(token: string): Promise<boolean>;
 	/** The chunks stored, in block order. */
 	chunks(): readonly ChunkEntry[];
 	/** The manifest this snapshot reads (the SQL endpoint's views list its files); never to be changed. */
@@ -405,6 +416,39 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 			return `(SELECT ${columns.join(", ")} WHERE false)`;
 		});
 
+	const ranksMinHoldings = options.ranksMinHoldings ?? RANK_ROW_GROUP_SIZE;
+	// Per ranks file, the tokens with row groups of their own and how many holdings those hold,
+	// from the file's row-group statistics (read once: a file name is never reused; only the
+	// listed file's are kept).
+	const ranked = new Map<string, Promise<Map<string, number>>>();
+	const rankedCounts = (manifest: Manifest | null): Promise<Map<string, number>> => {
+		const [path] = rankFiles(dataDir, manifest, RANKS);
+		if (!path) return Promise.resolve(new Map());
+		let p = ranked.get(path);
+		if (!p) {
+			ranked.clear();
+			p = (async () => {
+				const release = options.files ? await options.files.hold([path]) : () => {};
+				try {
+					const rows = await run(
+						manifest,
+						`SELECT stats_min_value AS token, sum(row_group_num_rows) AS n FROM parquet_metadata(${quote(path)})
+						 WHERE path_in_schema = 'token' AND stats_min_value = stats_max_value GROUP BY 1`,
+						{},
+						{ leftMs: budgetMs, since: performance.now() },
+					);
+					return new Map(rows.map((r) => [String(r.token), Number(r.n)]));
+				} finally {
+					release();
+				}
+			})();
+			ranked.set(path, p);
+			// Not kept when it failed: the next request tries again (and sums meanwhile).
+			p.catch(() => ranked.delete(path));
+		}
+		return p.catch(() => new Map());
+	};
+
 	// Key filters of merged runs, by file: a run's file name is never reused, so a filter read
 	// once stays right for as long as the run is listed. One that cannot be read is left out
 	// (its run is then always read), never trusted.
@@ -580,6 +624,8 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				query: (sql, params = {}, window, key) => run(manifest, sql, params, budget, window, key),
 				indexed: (index, chunk) => manifest !== null && isIndexed(manifest, index, chunk),
 				ranks: () => usableRanks(dataDir, manifest),
+				ranked: async (token) =>
+					ranksMinHoldings <= 0 || ((await rankedCounts(manifest)).get(token) ?? 0) >= ranksMinHoldings,
 				chunks: () => [...(manifest?.chunks ?? [])].sort((a, b) => a.from - b.from),
 				manifest: () => manifest,
 				partitionSize: () => manifest?.partition_size,

@@ -49,7 +49,7 @@ export const RANK_COLUMNS: Record<string, string> = {
 };
 
 /** Rows per row group: a first page of holders reads one (min/max statistics on token and rank). */
-const RANK_ROW_GROUP_SIZE = 8_192;
+export const RANK_ROW_GROUP_SIZE = 8_192;
 /** The COPY options of both files. */
 export const RANK_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`;
 /** Each file's row order. */

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -61,7 +61,9 @@ beforeAll(async () => {
 	root = await mkdtemp(join(tmpdir(), "chainlake-ranks-"));
 	await backfillInto(dir(), anvil.url, CHAIN, { partitionSize: 4, traces: "parity" });
 	m = JSON.parse(await readFile(manifestPath(dir(), `eip155-${CHAIN}`), "utf8")) as Manifest;
-	store = await createStore(dir());
+	// Every token's pages through the ranks (by default only tokens with thousands of holdings,
+	// which this chain has none of; the last test checks that choice).
+	store = await createStore(dir(), { ranksMinHoldings: 0 });
 }, 300_000);
 afterAll(async () => {
 	store?.close();
@@ -133,6 +135,7 @@ describe("holder ranks", () => {
 		const head = Math.max(...m.chunks.map((c) => c.to));
 		const db = store.snapshot(`eip155-${CHAIN}`);
 		expect(db.ranks()).not.toBeNull();
+		expect(await db.ranked(token)).toBe(true);
 		for (const at of [undefined, head - 1, s + 3, s, s - 5]) {
 			const whole = await allPages(withoutRanks(db), 1000, at);
 			expect(whole.length).toBeGreaterThan(5);
@@ -176,5 +179,49 @@ describe("holder ranks", () => {
 		const inside = { ...m, generation: (m.generation ?? 0) + 100, ranks: [{ ...r, to: (run?.from ?? 0) + 1 }] };
 		expect(usableRanks(dir(), inside)).toBeNull();
 		expect(ranksDue(dir(), inside)).toBe(true);
+	});
+
+	it("are read only for tokens whose holdings fill row groups of their own, counted from the file's statistics", async () => {
+		const [file] = rankFiles(dir(), m, "erc20_ranks");
+		if (!file) throw new Error("no ranks file");
+		// The same rows in the same order, rewritten in row groups of 2 rows: a token with n
+		// holdings then has at least n - 2 of them in row groups of its own.
+		const duck = await DuckDBInstance.create(":memory:");
+		const conn = await duck.connect();
+		let counts: Map<string, number>;
+		try {
+			await conn.run(
+				`COPY (SELECT * FROM read_parquet('${file}') ORDER BY token, rank) TO '${file}.tmp' (FORMAT parquet, ROW_GROUP_SIZE 2)`,
+			);
+			const rows = (
+				await conn.runAndReadAll(`SELECT token, count(*) AS n FROM read_parquet('${file}') GROUP BY token`)
+			).getRowObjectsJS();
+			counts = new Map(rows.map((r) => [String(r.token), Number(r.n)]));
+		} finally {
+			conn.closeSync();
+			duck.closeSync();
+		}
+		await rename(`${file}.tmp`, file);
+		const ours = counts.get(token) ?? 0;
+		expect(ours).toBeGreaterThan(8);
+		const chain = `eip155-${CHAIN}`;
+		for (const [min, expected] of [
+			[ours - 2, true],
+			[ours + 1, false],
+			[undefined, false], // the default: one whole row group of 8,192 holdings
+		] as const) {
+			const s = await createStore(dir(), { ranksMinHoldings: min });
+			try {
+				const db = s.snapshot(chain);
+				expect(await db.ranked(token)).toBe(expected);
+				// A token with a single holding never fills a row group of 2 of its own.
+				const single = [...counts].find(([, n]) => n === 1)?.[0];
+				if (single) expect(await db.ranked(single)).toBe(min !== undefined && min <= 0);
+				// Either way the pages are the same.
+				expect(await allPages(db, 3)).toEqual(await allPages(withoutRanks(db), 1000));
+			} finally {
+				s.close();
+			}
+		}
 	});
 });
