@@ -1,4 +1,4 @@
-import { amountOfParts, LIMBS, normalizedPartsSql, PARTS, positiveSql } from "../store/amounts.js";
+import { amountOfParts, LIMBS, normalizedPartsSql, PARTS, positiveSql, somePositiveLimbSql } from "../store/amounts.js";
 import { RANKS } from "../store/holder-ranks.js";
 import { deltaSums } from "./deltas.js";
 import type { Params, Snapshot } from "./store.js";
@@ -70,7 +70,7 @@ export async function tokenHolders(
 		);
 	}
 	const rows = await db.query(
-		`WITH ${ctes.join(", ")}, t AS (SELECT address, seen, ${normalizedPartsSql()} FROM sums)
+		`WITH ${ctes.join(", ")}, t AS (SELECT address, seen, ${normalizedPartsSql()} FROM sums WHERE ${somePositiveLimbSql()})
 		 SELECT address, seen, ${ORDER.map((o) => `CAST(${o} AS VARCHAR) AS text_${o}`).join(", ")} FROM t
 		 WHERE address <> $zero AND ${positiveSql()} AND (${after})
 		 ORDER BY ${ORDER.map((o) => `${o} DESC`).join(", ")}, address ASC LIMIT $limit`,

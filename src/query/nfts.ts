@@ -1,4 +1,4 @@
-import { amountOfParts, normalizedPartsSql, PARTS, positiveSql } from "../store/amounts.js";
+import { amountOfParts, normalizedPartsSql, PARTS, positiveSql, somePositiveLimbSql } from "../store/amounts.js";
 import { movesSql } from "../store/deltas.js";
 import { inList } from "./conditions.js";
 import { deltaSums, inRanges } from "./deltas.js";
@@ -62,7 +62,7 @@ export async function nftHoldings(
 	}
 	const other = q.by === "address" ? "token" : "address";
 	const rows = await db.query(
-		`WITH ${sums.ctes.join(", ")}, t AS (SELECT ${other}, token_id, seen, ${normalizedPartsSql()} FROM sums)
+		`WITH ${sums.ctes.join(", ")}, t AS (SELECT ${other}, token_id, seen, ${normalizedPartsSql()} FROM sums WHERE ${somePositiveLimbSql()})
 		 SELECT ${other}, token_id, seen, ${PARTS.map((p) => `CAST(${p} AS VARCHAR) AS text_${p}`).join(", ")} FROM t
 		 WHERE ${where.join(" AND ")} ORDER BY ${order.join(", ")} LIMIT $limit`,
 		params,

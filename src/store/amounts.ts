@@ -51,6 +51,14 @@ export const positiveSql = (): string => {
 	return `(${m2} > 0 OR (${m2} = 0 AND (${m1} > 0 OR (${m1} = 0 AND ${m0} > 0))))`;
 };
 
+/**
+ * SQL of a necessary condition for limbs d0..d8 to add up to a positive amount, cheap to test:
+ * some limb is positive (limbs all at most zero add up to at most zero). Put before
+ * normalizedPartsSql, it leaves out the zero holdings (everything a wallet sold) before that
+ * SQL's HUGEINT divisions, which cost microseconds a row.
+ */
+export const somePositiveLimbSql = (): string => `(${LIMBS.map((l) => `${l} > 0`).join(" OR ")})`;
+
 /** The value of normalized parts (decimal text, least significant first). */
 export function amountOfParts(parts: readonly (string | null | undefined)[]): bigint {
 	let total = 0n;
