@@ -76,16 +76,20 @@ export async function deltaSums(
 	const window: [number, number] = [since + 1, q.n];
 	const params: Params = { v: q.value, n: q.n, since };
 	const head = db.head() ?? q.n;
-	const straddling =
+	// The holdings straddling `n`: how many, and the first block to sum their moves from (the
+	// statement below lists them itself, so its text stays the same and its plan cached).
+	const straddles = `${q.by} = $v AND first_block > $since AND first_block <= $n AND last_block > $n`;
+	const [straddling] =
 		q.n < head
 			? await db.query(
-					`SELECT ${cols}, first_block FROM {${index}} WHERE ${q.by} = $v AND first_block > $since AND first_block <= $n AND last_block > $n`,
+					`SELECT count(*) AS count, min(first_block) AS lo FROM {${index}} WHERE ${straddles}`,
 					{ v: q.value, n: q.n, since },
 					window,
 					q.value,
 				)
 			: [];
-	if (straddling.length > MAX_STRADDLING) throw new TooManyChangesError(straddling.length, q.n);
+	const count = Number(straddling?.count ?? 0);
+	if (count > MAX_STRADDLING) throw new TooManyChangesError(count, q.n);
 
 	const sums = LIMBS.map((l) => `sum(${l}) FILTER (WHERE last_block <= $n)::HUGEINT AS ${l}`).join(", ");
 	const ctes = [
@@ -117,19 +121,11 @@ export async function deltaSums(
 		ctes.push(`q AS (${summed(moves(inRanges(tail, params), [(tail[0] as [number, number])[0], q.n]))})`);
 		parts.push("SELECT * FROM q");
 	}
-	if (straddling.length > 0) {
-		const lo = Math.min(...straddling.map((r) => Number(r.first_block)));
+	if (count > 0) {
+		const lo = Number(straddling?.lo);
 		params.lo = lo;
-		const values = straddling.map((r, i) => {
-			const row = group.map((c, j) => {
-				params[`s${i}_${j}`] = String(r[c]);
-				return `$s${i}_${j}`;
-			});
-			params[`s${i}_b`] = Number(r.first_block);
-			return `(${row.join(", ")}, $s${i}_b::BIGINT)`;
-		});
 		ctes.push(
-			`st(${cols}, since) AS (VALUES ${values.join(", ")})`,
+			`st AS (SELECT ${cols}, first_block AS since FROM {${index}} WHERE ${straddles})`,
 			`p AS (${summed(moves("block_number BETWEEN $lo AND $n", [lo, q.n]), `JOIN st ON ${group.map((c) => `x.${c} = st.${c}`).join(" AND ")} AND x.block_number >= st.since`)})`,
 		);
 		parts.push("SELECT * FROM p");
