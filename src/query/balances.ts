@@ -46,23 +46,42 @@ async function balancesOf(
 	const since = ranks && ranks.to <= n ? ranks.to : undefined;
 	const q = await deltaSums(db, { kind: "erc20", by: "address", value: address, n, since });
 	const ctes = [...q.ctes];
+	// A page read through the ranks stops at `bound`, the page's last ranked token plus one.
+	const bounded = since !== undefined && page !== undefined;
 	if (since !== undefined) {
 		// Its balances at the ranks' block, and what changed after (`sums` renamed: the total is read).
 		const last = ctes.pop() as string;
+		const base = `SELECT token, ${LIMBS.map((l) => `${l}::HUGEINT AS ${l}`).join(", ")}, last_block AS seen FROM {${WALLETS}} WHERE address = $v`;
 		ctes.push(
-			last.replace(/^sums AS/, "later AS"),
-			`base AS (SELECT token, ${LIMBS.map((l) => `${l}::HUGEINT AS ${l}`).join(", ")}, last_block AS seen FROM {${WALLETS}} WHERE address = $v)`,
+			...(bounded
+				? [
+						// A page reads the first ranked tokens after the cursor, one more than the page, and
+						// only the changes up to the last of them (every ranked token up to it is there):
+						// a wallet's token count does not matter. Changed ones may net to zero and
+						// drop out, so the page can come out short; the next starts after the bound.
+						`base AS (${base} AND token > $after ORDER BY token LIMIT $limit)`,
+						"bound AS (SELECT CASE WHEN count(*) < $limit THEN NULL ELSE max(token) END AS t FROM base)",
+						last.replace(/^sums AS/, "changed AS"),
+						"later AS (SELECT * FROM changed WHERE token > $after AND token <= coalesce((SELECT t FROM bound), token))",
+					]
+				: [last.replace(/^sums AS/, "later AS"), `base AS (${base})`]),
 			`sums AS (SELECT token, ${LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ")}, max(seen) AS seen FROM (SELECT * FROM base UNION ALL BY NAME SELECT * FROM later) GROUP BY token)`,
 		);
 	}
 	const nonZero = LIMBS.map((l) => `${l} <> 0`).join(" OR ");
-	const rows = await db.query(
-		`WITH ${ctes.join(", ")} SELECT token, seen, ${LIMBS.map((l) => `CAST(${l} AS VARCHAR) AS ${l}`).join(", ")} FROM sums
-		 WHERE (${nonZero})${page ? " AND token > $after ORDER BY token LIMIT $limit" : ""}`,
+	const select = `SELECT token, seen, ${LIMBS.map((l) => `CAST(${l} AS VARCHAR) AS ${l}`).join(", ")} FROM sums
+		 WHERE (${nonZero})${page ? " AND token > $after ORDER BY token LIMIT $limit" : ""}`;
+	const found = await db.query(
+		// (The bound comes with every row, and alone when no token up to it is left.)
+		bounded
+			? `WITH ${ctes.join(", ")}, p AS (${select}) SELECT p.*, bound.t AS bound FROM p RIGHT JOIN bound ON true ORDER BY p.token`
+			: `WITH ${ctes.join(", ")} ${select}`,
 		page ? { ...q.params, after: page.after ?? "", limit: page.limit + 1 } : q.params,
 		q.window,
 		q.key,
 	);
+	const bound = found[0]?.bound == null ? undefined : String(found[0].bound);
+	const rows = found.filter((r) => r.token != null);
 	const kept = page ? rows.slice(0, page.limit) : rows;
 	// Limbs that are not all zero can still add up to zero (+10^9 in d0, -1 in d1): dropped here,
 	// so a page may hold fewer than `limit`; the next one starts after the last token looked at.
@@ -74,6 +93,7 @@ async function balancesOf(
 		}))
 		.filter((b) => b.raw !== 0n)
 		.sort((a, b) => (a.token < b.token ? -1 : 1));
+	if (page && rows.length <= page.limit && bound !== undefined) return { balances, next: bound };
 	const more = page !== undefined && rows.length > page.limit;
 	return { balances, next: more ? String(kept.at(-1)?.token) : undefined };
 }

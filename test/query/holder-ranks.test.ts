@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { encodeFunctionData, parseAbi } from "viem";
+import { encodeDeployData, encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tokenBalances, tokenBalancesPage } from "../../src/query/balances.js";
 import { type Holder, type HolderCursor, tokenHolders } from "../../src/query/holders.js";
@@ -13,9 +13,10 @@ import { manifestPath } from "../../src/store/layout.js";
 import { indexFiles } from "../../src/store/listing.js";
 import type { Manifest } from "../../src/store/manifest.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { compileContracts } from "../../src/workload/compile.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
-import { nodeCall, sendMined } from "../helpers/node-rpc.js";
+import { nodeCall, receiptBlock, sendMined } from "../helpers/node-rpc.js";
 
 /**
  * Holder ranks (src/store/holder-ranks.ts): a token's holders read from the ranked balances at a
@@ -26,7 +27,7 @@ import { nodeCall, sendMined } from "../helpers/node-rpc.js";
  * by holder. Real anvil chain, real backfill, real Parquet.
  */
 const CHAIN = 31337;
-const ERC20 = parseAbi(["function transfer(address, uint256) returns (bool)"]);
+const ERC20 = parseAbi(["function transfer(address, uint256) returns (bool)", "function mint(address, uint256)"]);
 let anvil: AnvilInstance;
 let root: string;
 let store: Store;
@@ -34,13 +35,17 @@ let token: string;
 let m: Manifest;
 /** Receives 10^40 in the unsettled tail. */
 let receiver: string;
+/** A second token, held by four wallets from the settled history on. */
+let token2: string;
+/** Sends all its `token2` away in the tail. */
+let emptied: string;
 const dir = () => join(root, "lake");
 
 const rpc = (method: string, params: unknown[] = []) => nodeCall(anvil.url, method, params);
-const send = (from: string, to: string, amount: bigint) =>
+const send = (from: string, to: string, amount: bigint, contract = token) =>
 	sendMined(anvil.url, {
 		from,
-		to: token,
+		to: contract,
 		data: encodeFunctionData({ abi: ERC20, functionName: "transfer", args: [to as `0x${string}`, amount] }),
 	});
 
@@ -52,12 +57,30 @@ beforeAll(async () => {
 	const deployer = workload.accounts.deployer.toLowerCase();
 	// Settled history: amounts spread over eight holders, some equal (ties order by address).
 	for (let i = 0; i < 24; i++) await send(deployer, accounts[2 + (i % 8)] as string, 10n ** BigInt(18 + (i % 5)));
+	// A second token, so that some wallets have two ranked tokens; one of them sends all of it
+	// away in the tail (a ranked token netting to zero inside a wallet's page).
+	const t20 = (await compileContracts()).Token20 as { abi: readonly unknown[]; bytecode: `0x${string}` };
+	const created = await rpc("eth_sendTransaction", [
+		{ from: deployer, data: encodeDeployData({ abi: t20.abi, bytecode: t20.bytecode, args: ["Second", "SEC"] }) },
+	]);
+	await receiptBlock(anvil.url, created);
+	token2 = (
+		(await rpc("eth_getTransactionReceipt", [created])) as { contractAddress: string }
+	).contractAddress.toLowerCase();
+	for (const to of accounts.slice(2, 6))
+		await sendMined(anvil.url, {
+			from: deployer,
+			to: token2,
+			data: encodeFunctionData({ abi: ERC20, functionName: "mint", args: [to as `0x${string}`, 7n * 10n ** 18n] }),
+		});
 	await rpc("anvil_mine", ["0x50"]);
 	// The unsettled tail (the last 64 blocks): reorders the top.
 	receiver = accounts[9] as string;
 	await send(deployer, receiver, 10n ** 40n);
 	await send(accounts[6] as string, accounts[8] as string, 10n ** 22n);
 	await send(accounts[3] as string, accounts[1] as string, 5n);
+	await send(accounts[2] as string, accounts[7] as string, 7n * 10n ** 18n, token2);
+	emptied = accounts[2] as string;
 	root = await mkdtemp(join(tmpdir(), "chainlake-ranks-"));
 	await backfillInto(dir(), anvil.url, CHAIN, { partitionSize: 4, traces: "parity" });
 	m = JSON.parse(await readFile(manifestPath(dir(), `eip155-${CHAIN}`), "utf8")) as Manifest;
@@ -153,6 +176,9 @@ describe("holder ranks", () => {
 		const db = store.snapshot(`eip155-${CHAIN}`);
 		const holders = (await allPages(withoutRanks(db), 1000)).map((h) => h.address);
 		expect(holders).toContain(receiver);
+		// The emptied wallet had both tokens at the ranks' block, and only the first at the head.
+		expect((await tokenBalances(db, emptied, s)).map((b) => b.token).sort()).toEqual([token, token2].sort());
+		expect((await tokenBalances(db, emptied)).map((b) => b.token)).toEqual([token]);
 		for (const address of holders)
 			for (const at of [undefined, s + 3, s, s - 5]) {
 				const whole = await tokenBalances(withoutRanks(db), address, at);
@@ -182,46 +208,55 @@ describe("holder ranks", () => {
 	});
 
 	it("are read only for tokens whose holdings fill row groups of their own, counted from the file's statistics", async () => {
+		const chain = `eip155-${CHAIN}`;
+		// This chain's ranks are one row group holding both tokens: by default neither is read
+		// through them, and the pages are the summed ones.
+		const plain = await createStore(dir());
+		try {
+			const db = plain.snapshot(chain);
+			expect(db.ranks()).not.toBeNull();
+			expect(await db.ranked(token)).toBe(false);
+			expect(await db.ranked(token2)).toBe(false);
+			expect(await allPages(db, 3)).toEqual(await allPages(withoutRanks(db), 1000));
+		} finally {
+			plain.close();
+		}
+		// A ranks file where one token has 5,000 holdings and another 10, in row groups of 2,048
+		// rows (one thread, so the groups are cut in order): the first fills two groups alone.
 		const [file] = rankFiles(dir(), m, "erc20_ranks");
 		if (!file) throw new Error("no ranks file");
-		// The same rows in the same order, rewritten in row groups of 2 rows: a token with n
-		// holdings then has at least n - 2 of them in row groups of its own.
-		const duck = await DuckDBInstance.create(":memory:");
+		const [big, small] = [`0x${"a".repeat(40)}`, `0x${"b".repeat(40)}`];
+		const duck = await DuckDBInstance.create(":memory:", { threads: "1" });
 		const conn = await duck.connect();
-		let counts: Map<string, number>;
 		try {
+			await conn.run(`COPY (SELECT * FROM read_parquet('${file}')) TO '${file}.saved' (FORMAT parquet)`);
 			await conn.run(
-				`COPY (SELECT * FROM read_parquet('${file}') ORDER BY token, rank) TO '${file}.tmp' (FORMAT parquet, ROW_GROUP_SIZE 2)`,
+				`COPY (SELECT * EXCLUDE (i) REPLACE (CASE WHEN i < 5000 THEN '${big}' ELSE '${small}' END AS token, i + 1 AS rank)
+				 FROM (SELECT * FROM read_parquet('${file}') LIMIT 1), range(5010) t(i) ORDER BY token, rank)
+				 TO '${file}.tmp' (FORMAT parquet, ROW_GROUP_SIZE 2048)`,
 			);
-			const rows = (
-				await conn.runAndReadAll(`SELECT token, count(*) AS n FROM read_parquet('${file}') GROUP BY token`)
-			).getRowObjectsJS();
-			counts = new Map(rows.map((r) => [String(r.token), Number(r.n)]));
 		} finally {
 			conn.closeSync();
 			duck.closeSync();
 		}
 		await rename(`${file}.tmp`, file);
-		const ours = counts.get(token) ?? 0;
-		expect(ours).toBeGreaterThan(8);
-		const chain = `eip155-${CHAIN}`;
-		for (const [min, expected] of [
-			[ours - 2, true],
-			[ours + 1, false],
-			[undefined, false], // the default: one whole row group of 8,192 holdings
-		] as const) {
-			const s = await createStore(dir(), { ranksMinHoldings: min });
-			try {
-				const db = s.snapshot(chain);
-				expect(await db.ranked(token)).toBe(expected);
-				// A token with a single holding never fills a row group of 2 of its own.
-				const single = [...counts].find(([, n]) => n === 1)?.[0];
-				if (single) expect(await db.ranked(single)).toBe(min !== undefined && min <= 0);
-				// Either way the pages are the same.
-				expect(await allPages(db, 3)).toEqual(await allPages(withoutRanks(db), 1000));
-			} finally {
-				s.close();
+		try {
+			for (const [min, expected] of [
+				[2048, true],
+				[5001, false], // more than it has
+				[undefined, false], // the default: a whole row group of 8,192
+			] as const) {
+				const s = await createStore(dir(), { ranksMinHoldings: min });
+				try {
+					const db = s.snapshot(chain);
+					expect(await db.ranked(big)).toBe(expected);
+					expect(await db.ranked(small)).toBe(false);
+				} finally {
+					s.close();
+				}
 			}
+		} finally {
+			await rename(`${file}.saved`, file);
 		}
 	});
 });
