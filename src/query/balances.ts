@@ -46,7 +46,8 @@ async function balancesOf(
 	const since = ranks && ranks.to <= n ? ranks.to : undefined;
 	const q = await deltaSums(db, { kind: "erc20", by: "address", value: address, n, since });
 	const ctes = [...q.ctes];
-	// A page read through the ranks stops at `bound`, the page's last ranked token plus one.
+	// A page read through the ranks stops at `bound`: the last of the first `limit` + 1 ranked
+	// tokens after the cursor.
 	const bounded = since !== undefined && page !== undefined;
 	if (since !== undefined) {
 		// Its balances at the ranks' block, and what changed after (`sums` renamed: the total is read).
