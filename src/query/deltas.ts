@@ -25,9 +25,9 @@ export const MAX_STRADDLING = 5_000;
 export class TooManyChangesError extends Error {
 	readonly code = "TOO_MANY_CHANGES";
 
-	constructor(count: number, n: number) {
+	constructor(count: number, n: number, max = MAX_STRADDLING) {
 		super(
-			`${count} balances changed on both sides of block ${n} within one merged file (at most ${MAX_STRADDLING} are summed from transfers); ask for the head, or a block nearer to it`,
+			`${count} balances changed on both sides of block ${n} within one merged file (at most ${max} are summed from transfers); ask for the head, or a block nearer to it`,
 		);
 		this.name = "TooManyChangesError";
 	}
@@ -62,11 +62,13 @@ export const groupOf = (q: Pick<DeltaQuery, "kind" | "by">): string[] =>
  * SQL CTEs (as a list, to go after WITH) whose last, `sums`, has one row per holding of `q` with
  * any change up to block `n`: its group columns (groupOf), the limb sums d0..d8 (HUGEINT; zero
  * balances included) and `seen`, the last block at or before `n` that changed it. With the params
- * they bind, the block window and the key to read with. Throws TooManyChangesError.
+ * they bind, the block window and the key to read with. Throws TooManyChangesError past
+ * `maxStraddling` (MAX_STRADDLING; lower in tests).
  */
 export async function deltaSums(
 	db: Snapshot,
 	q: DeltaQuery,
+	maxStraddling = MAX_STRADDLING,
 ): Promise<{ ctes: string[]; params: Params; window: [number, number]; key: string }> {
 	const index = INDEX[q.kind][q.by];
 	if (!index) throw new Error(`no ${q.kind} index by ${q.by}`);
@@ -89,7 +91,7 @@ export async function deltaSums(
 				)
 			: [];
 	const count = Number(straddling?.count ?? 0);
-	if (count > MAX_STRADDLING) throw new TooManyChangesError(count, q.n);
+	if (count > maxStraddling) throw new TooManyChangesError(count, q.n, maxStraddling);
 
 	const sums = LIMBS.map((l) => `sum(${l}) FILTER (WHERE last_block <= $n)::HUGEINT AS ${l}`).join(", ");
 	const ctes = [

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { tokenBalances } from "../../src/query/balances.js";
+import { deltaSums, TooManyChangesError } from "../../src/query/deltas.js";
 import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../src/query/holders.js";
 import { createStore, type Store } from "../../src/query/store.js";
 import { amountOf, LIMB_DIGITS, LIMBS, withDecimals } from "../../src/store/amounts.js";
@@ -172,6 +173,33 @@ describe("ERC-20 balances from the lake", () => {
 			}
 		}
 	}, 240_000);
+
+	it("holdings changed on both sides of a past block are counted, and past the limit refused with TooManyChangesError", async () => {
+		const merged = await manifestOf(join(root, "merged"));
+		const runs = (merged.runs ?? []).filter((r) => r.index === "erc20_holders");
+		const store = await createStore(join(root, "merged"));
+		stores.push(store);
+		const db = store.snapshot(`eip155-${CHAIN}`);
+		// Every block inside a run: where some holding changed on both sides, a limit below their
+		// count is refused, naming the count; the default limit sums them.
+		let refused = 0;
+		for (const r of runs)
+			for (let n = r.from; n < r.to; n++) {
+				const q = { kind: "erc20" as const, by: "token" as const, value: token, n };
+				const err = await deltaSums(db, q, 0).then(
+					() => null,
+					(e: unknown) => e,
+				);
+				if (err === null) continue;
+				expect(err).toBeInstanceOf(TooManyChangesError);
+				const count = Number(/^(\d+) balances changed on both sides of block (\d+)/.exec((err as Error).message)?.[1]);
+				expect(count).toBeGreaterThan(0);
+				await expect(deltaSums(db, q, count - 1)).rejects.toThrow(TooManyChangesError);
+				await expect(deltaSums(db, q, count)).resolves.toBeDefined();
+				refused++;
+			}
+		expect(refused).toBeGreaterThan(0);
+	});
 
 	it("a token's holders, paged by balance then address, equal balanceOf's at the head and at past blocks", async () => {
 		const merged = await manifestOf(join(root, "merged"));
