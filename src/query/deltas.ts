@@ -25,7 +25,11 @@ export const MAX_STRADDLING = 5_000;
 export class TooManyChangesError extends Error {
 	readonly code = "TOO_MANY_CHANGES";
 
-	constructor(count: number, n: number, max = MAX_STRADDLING) {
+	constructor(
+		readonly count: number,
+		n: number,
+		max = MAX_STRADDLING,
+	) {
 		super(
 			`${count} balances changed on both sides of block ${n} within one merged file (at most ${max} are summed from transfers); ask for the head, or a block nearer to it`,
 		);
