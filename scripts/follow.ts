@@ -1,8 +1,14 @@
 /**
  * `npm run follow -- --follow eip155-1=<rpc url> [--data-dir data] [--finality-depth 12] [--poll-ms 1000]
  *  [--partition-size 1000] [--delete-grace-ms 30000] [--delta on|off] [--delta-retention-minutes 360]
- *  [--delta-final-only false|true]`:
+ *  [--delta-final-only false|true] [--from <n>] [--verbose]`:
  * tails chains' heads into the data folder, apart from the API (which sees new blocks on its next request).
+ * Each node's chain id is checked first: a node of another chain than its --follow names is
+ * refused with one line (the chain it serves, the --follow to use), before anything is written.
+ * --from <n>: where a chain folder with no blocks yet begins (default 0, the whole history); in a
+ *   folder that holds blocks, following resumes after its last block and --from is ignored (said
+ *   at start; `npm run backfill` fills earlier blocks). The first line per chain says where it starts.
+ * --verbose: debug lines too.
  * --delete-grace-ms: how long replaced (compacted, reorged-out) files stay for readers still on them.
  * --delta*: the Delta Lake export (README "Reading the lake from other engines"); kept in the manifest.
  * --status-port <n> (CHAINLAKE_STATUS_PORT): /healthz, /readyz and /metrics of the followers on
@@ -16,7 +22,7 @@
  */
 import { parseArgs } from "node:util";
 import { DEFAULT_DELETE_GRACE_MS } from "../src/follow/follower.js";
-import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
+import { checkFollowChains, parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { startStatusServer } from "../src/follow/status-server.js";
 import { openBucket } from "../src/remote/bucket.js";
 import { startPublishing } from "../src/remote/publisher.js";
@@ -35,6 +41,8 @@ const { values } = parseArgs({
 		"status-port": { type: "string", default: process.env.CHAINLAKE_STATUS_PORT ?? "" },
 		"publish-to": { type: "string", default: process.env.CHAINLAKE_PUBLISH_TO ?? "" },
 		"s3-endpoint": { type: "string", default: "" },
+		from: { type: "string" },
+		verbose: { type: "boolean", default: false },
 		...LAKE_FLAG_OPTIONS,
 	},
 });
@@ -47,11 +55,19 @@ if (statusPort !== null && !(Number.isInteger(statusPort) && statusPort >= 0 && 
 	process.stderr.write(`--status-port must be a port number (0-65535), got ${values["status-port"]}\n`);
 	process.exit(2);
 }
-const logger = createLogger({});
+const from = values.from === undefined ? undefined : Number(values.from);
+if (from !== undefined && !(/^\d+$/.test(values.from as string) && Number.isSafeInteger(from))) {
+	process.stderr.write(`--from must be a block number (0 or more), got ${values.from}\n`);
+	process.exit(2);
+}
+const logger = createLogger({ verbose: values.verbose });
 let follow: ReturnType<typeof startFollowers>;
 try {
 	const lake = lakeFlags(values);
-	follow = startFollowers(values.follow.map(parseFollowSpec), {
+	const specs = values.follow.map(parseFollowSpec);
+	await checkFollowChains(specs, logger);
+	follow = startFollowers(specs, {
+		startBlock: from,
 		dataDir: values["data-dir"] as string,
 		logger,
 		finalityDepth: Number(values["finality-depth"]),

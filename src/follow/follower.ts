@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
 import { ChainBreakError, createRangeFetcher, type FetchedRange, type Link } from "../backfill/fetch-range.js";
 import type { TraceFormat } from "../extract/extract-block.js";
-import { compareBlockHash, ethBlockNumber, ethGetBlockHash } from "../rpc/actions.js";
+import { compareBlockHash, ethBlockNumber, ethChainId, ethGetBlockHash } from "../rpc/actions.js";
 import type { RpcClient, RpcHealth } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { metadataSource } from "../rpc/token-reads.js";
@@ -39,6 +39,7 @@ import { isFileError } from "../store/verify.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
 import { freeSpace, isDiskFull } from "../util/disk-full.js";
+import { UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 import { sliceRows } from "./slice-rows.js";
 import { writeStatus } from "./status-file.js";
@@ -63,6 +64,15 @@ export type FollowEvent =
 	| { type: "reorg"; ancestor: number; orphaned: string[] }
 	| { type: "compact"; from: number; to: number; files: number }
 	| { type: "fault"; message: string };
+
+/** A node of another chain than the one followed: one line naming both and the fix. */
+export function wrongChainError(chainId: string, served: number, url?: string): UserInputError {
+	const use = url ? `use --follow eip155-${served}=${url}` : `follow it as eip155-${served}`;
+	return new UserInputError(
+		"WRONG_CHAIN",
+		`the node${url ? ` at ${url}` : ""} serves chain ${served} (eip155-${served}), not ${chainId}: ${use}, or give ${chainId} a node of that chain`,
+	);
+}
 
 export interface FollowerOptions {
 	rpc: RpcClient;
@@ -156,8 +166,15 @@ export function createFollower(opts: FollowerOptions) {
 	/** Deletions under way, awaited by stop() so a clean stop does not leave half of them. */
 	const deleting = new Set<Promise<void>>();
 
+	let chainChecked = false;
 	async function init() {
 		if (state) return state;
+		// Another chain's node (a mistyped --follow) must not store a single block here.
+		if (!chainChecked) {
+			const served = await ethChainId(rpc);
+			if (served !== chain.number) throw wrongChainError(chain.id, served);
+			chainChecked = true;
+		}
 		const unlock = await acquireWriteLock(chainDir(dataDir, chain.id));
 		try {
 			const manifest = await loadManifest(dataDir, chain.id, chain.number);
@@ -180,6 +197,7 @@ export function createFollower(opts: FollowerOptions) {
 				g.hashes ??= await writer
 					.blockHashes([partitionPath(dataDir, chain.id, GHOST_DATASET, g)])
 					.catch(() => undefined);
+			logger.info(`follow ${chain.id}: ${startLine(manifest, head)}`);
 			state = { manifest, writer, traces, unlock, recheck: true, damaged: [] };
 			crashPoint("follow.started");
 			return state;
@@ -187,6 +205,22 @@ export function createFollower(opts: FollowerOptions) {
 			unlock();
 			throw err;
 		}
+	}
+
+	/** Where this run begins, said once at start (`startBlock` counts only in an empty folder). */
+	function startLine(m: Manifest, head: number): string {
+		const first = sorted(m)[0];
+		const tip = tipOf(m);
+		if (first && tip) {
+			const ignored =
+				opts.startBlock !== undefined && opts.startBlock !== tip.to + 1
+					? `; the start block asked for (${opts.startBlock}) counts only in an empty folder, so it is ignored${opts.startBlock < first.from ? ` (npm run backfill fills blocks ${opts.startBlock}..${first.from - 1})` : ""}`
+					: "";
+			return `the folder holds blocks ${first.from}..${tip.to}: resuming at block ${tip.to + 1} (node head ${head})${ignored}`;
+		}
+		const from = opts.startBlock ?? 0;
+		const why = opts.startBlock === undefined ? " (the whole history: --from <n> starts elsewhere)" : "";
+		return `the folder holds no blocks yet: starting at block ${from}${why} (node head ${head})`;
 	}
 
 	const sorted = (m: Manifest) => [...m.chunks].sort((a, b) => a.from - b.from);

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import {
 	closeSync,
 	constants,
@@ -8,7 +9,7 @@ import {
 	realpathSync,
 	writeSync,
 } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { lock } from "os-lock";
 import { crashPoint } from "../util/crash-point.js";
 import { ChainlakeError } from "../util/errors.js";
@@ -77,8 +78,60 @@ export async function acquireWriteLock(chainDir: string): Promise<() => void> {
 }
 
 function locked(chainDir: string, pid: number | null): ChainlakeError {
-	const who = pid === null ? "another run" : `another run (pid ${pid})`;
-	return new ChainlakeError("DATA_DIR_LOCKED", `${who} is writing ${chainDir}: wait for it to finish, or stop it`);
+	if (pid === null) {
+		return new DataDirLockedError(
+			`another run is writing ${chainDir}: wait for it to finish or stop it, or write to another folder`,
+			chainDir,
+			null,
+			null,
+		);
+	}
+	const what = pid === process.pid ? "this process" : describeProcess(pid);
+	return new DataDirLockedError(
+		`another run (pid ${pid}) is writing ${chainDir}${what ? ` (${what})` : ""}: wait for it to finish or stop it (Ctrl-C in its terminal, or kill ${pid}), or write to another folder`,
+		chainDir,
+		pid,
+		what,
+	);
+}
+
+/** DATA_DIR_LOCKED, with the holder, for callers that say more (npm start names its own fix). */
+export class DataDirLockedError extends ChainlakeError {
+	constructor(
+		message: string,
+		readonly dir: string,
+		readonly pid: number | null,
+		readonly what: string | null,
+	) {
+		super("DATA_DIR_LOCKED", message);
+		this.name = "DataDirLockedError";
+	}
+}
+
+/**
+ * What process `pid` is, for the refusal: the npm command of a chainlake script (`npm start`,
+ * `npm run follow`, ...), else its command line, shortened; null when it cannot be read.
+ */
+export function describeProcess(pid: number): string | null {
+	let argv: string[] = [];
+	try {
+		argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+	} catch {
+		try {
+			// No /proc (macOS, the BSDs): ps has it.
+			argv = execFileSync("ps", ["-o", "command=", "-p", String(pid)], { encoding: "utf8", timeout: 1000 })
+				.trim()
+				.split(/\s+/)
+				.filter(Boolean);
+		} catch {
+			return null;
+		}
+	}
+	if (argv.length === 0) return null;
+	const script = argv.map((a) => /(?:^|[/\\])scripts[/\\]([\w-]+)\.ts$/.exec(a)?.[1]).find(Boolean);
+	if (script) return script === "start" ? "npm start" : `npm run ${script}`;
+	const line = [basename(argv[0] as string), ...argv.slice(1)].join(" ");
+	return line.length > 80 ? `${line.slice(0, 77)}...` : line;
 }
 
 /**

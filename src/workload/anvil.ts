@@ -12,6 +12,11 @@ export type AnvilOptions = {
 	blockTime?: number;
 	/** Extra raw CLI arguments. */
 	args?: string[];
+	/**
+	 * Leave it running on SIGINT/SIGTERM: the caller stops it itself, after what uses it (the
+	 * demo stops its follower first). It still dies with this process (exit, watchdog).
+	 */
+	keepOnSignal?: boolean;
 };
 
 export type AnvilInstance = {
@@ -41,6 +46,8 @@ wait "$pid"`;
 
 /** Hard-kill functions of every anvil that has not exited yet. */
 const live = new Set<() => void>();
+/** Those of `live` its caller stops itself on a stop signal (AnvilOptions.keepOnSignal). */
+const keptOnSignal = new Set<() => void>();
 let handlersInstalled = false;
 
 /** Starts anvil from the npm package and resolves once it answers JSON-RPC. */
@@ -87,8 +94,10 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilInstance
 	});
 	installExitHandlers();
 	live.add(hardKill);
+	if (opts.keepOnSignal) keptOnSignal.add(hardKill);
 	void exited.then(() => {
 		live.delete(hardKill);
+		keptOnSignal.delete(hardKill);
 		child.stdin?.destroy(); // lets the watchdog's `cat` finish
 	});
 
@@ -208,7 +217,11 @@ function installExitHandlers(): void {
 	process.on("exit", killAll);
 	for (const signal of ["SIGINT", "SIGTERM"] as const) {
 		const onSignal = () => {
-			killAll();
+			for (const kill of live) {
+				if (keptOnSignal.has(kill)) continue;
+				kill();
+				live.delete(kill);
+			}
 			if (process.listenerCount(signal) === 1) {
 				process.removeListener(signal, onSignal);
 				process.kill(process.pid, signal);

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { acquireWriteLock } from "../../src/store/lock.js";
+import { acquireWriteLock, describeProcess } from "../../src/store/lock.js";
 import { REPO_ROOT } from "../helpers/cli.js";
 
 let dir: string;
@@ -105,7 +105,7 @@ describe("write lock", () => {
 		const other = new Worker();
 		try {
 			expect(await other.ask(`hold ${dir}`)).toBe(
-				`refused another run (pid ${process.pid}) is writing ${dir}: wait for it to finish, or stop it`,
+				`refused another run (pid ${process.pid}) is writing ${dir} (${describeProcess(process.pid)}): wait for it to finish or stop it (Ctrl-C in its terminal, or kill ${process.pid}), or write to another folder`,
 			);
 			release();
 			// The lock file stays (removing it would let two writers lock two different files), emptied.
@@ -139,7 +139,7 @@ describe("write lock", () => {
 		const other = new Worker();
 		try {
 			expect(await other.ask(`hold ${folder}`)).toBe(
-				`refused another run (pid ${process.pid}) is writing ${folder}: wait for it to finish, or stop it`,
+				`refused another run (pid ${process.pid}) is writing ${folder} (${describeProcess(process.pid)}): wait for it to finish or stop it (Ctrl-C in its terminal, or kill ${process.pid}), or write to another folder`,
 			);
 			release();
 			expect(await other.ask(`hold ${folder}`)).toBe("held");
