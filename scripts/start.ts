@@ -46,6 +46,7 @@ env:
   CHAINLAKE_DEMO_DIR     the demo's folder (data/demo), emptied at each start; one demo per folder
   CHAINLAKE_DEMO_INTERVAL_MS  milliseconds between demo blocks (2000)
   CHAINLAKE_VERBOSE=1    as --verbose
+  CHAINLAKE_DEMO_DELTA=1 write the Delta Lake logs in the demo folder too (off in the demo)
   CHAINLAKE_SQL=1        turn on POST /{chain}/v1/sql
   CHAINLAKE_RPC_URL      follow that node instead of a demo chain, into CHAINLAKE_DATA_DIR (data),
                          from CHAINLAKE_START_BLOCK (the head minus 100)`;
@@ -58,6 +59,14 @@ const ACTIVITY_INTERVAL_MS = Number(process.env.CHAINLAKE_DEMO_INTERVAL_MS ?? 20
 const SUMMARY_MS = Number(process.env.CHAINLAKE_SUMMARY_MS ?? 60_000);
 /** How long Ctrl-C waits for the follower's step under way (the whole stop stays under 2 s). */
 const FOLLOW_STOP_MS = 1500;
+/** How long the demo keeps files its follower replaced (compactions) for API requests on them. */
+const DEMO_DELETE_GRACE_MS = 30_000;
+/**
+ * The demo writes no Delta Lake logs (CHAINLAKE_DEMO_DELTA=1 to write them): at a block every
+ * 2 s they were more files than the Parquet (a commit per table per block), and their retention
+ * (6 hours) kept every file the follower replaced on disk for as long.
+ */
+const DEMO_LAKE = { delta: process.env.CHAINLAKE_DEMO_DELTA === "1" };
 const external = process.env.CHAINLAKE_RPC_URL;
 let dataDir: string | undefined;
 
@@ -119,7 +128,12 @@ runCli({ usage: USAGE, dataDir: () => dataDir }, async (argv) => {
 			throw err instanceof DataDirLockedError ? inUse(err, dir) : err;
 		}
 	} else {
-		const s = await createBackfill({ rpc, chain, dataDir: dir, logger }).run({ from: 0, to: "latest", traces: "auto" });
+		const s = await createBackfill({ rpc, chain, dataDir: dir, logger }).run({
+			from: 0,
+			to: "latest",
+			traces: "auto",
+			lake: DEMO_LAKE,
+		});
 		logger.info(`backfilled ${s.blocks} blocks of ${chain.id}`);
 	}
 
@@ -160,6 +174,10 @@ runCli({ usage: USAGE, dataDir: () => dataDir }, async (argv) => {
 		logger,
 		startBlock,
 		pollMs: 500,
+		// The demo chain: replaced head files go after 30 s, not 5 minutes (the shortest grace the
+		// API's snapshots allow, query/store.ts SNAPSHOT_MAX_AGE_MS), merged in windows of 4, 16, 64
+		// and 256 blocks, no Delta logs: its folder stays close to what a backfill writes.
+		...(anvil ? { deleteGraceMs: DEMO_DELETE_GRACE_MS, compactFanIn: 4, lake: DEMO_LAKE } : {}),
 		summaryMs: verbose ? undefined : SUMMARY_MS,
 	});
 	const store = await createStore(dir);

@@ -56,8 +56,12 @@ export const DEFAULT_DELETE_GRACE_MS = RETIRE_GRACE_MS;
 export const DISK_FULL_MAX_BACKOFF_MS = 30_000;
 /** After a failed merge, the next attempt waits this long. */
 const MERGE_RETRY_MS = 60_000;
-/** One-block final files merged at a time before their partition is complete. */
-const COMPACT_RUN = 32;
+/**
+ * The follower's merge windows in a partition not yet complete are COMPACT_FAN_IN blocks, then
+ * COMPACT_FAN_IN^2, ... (compact()): 32 by default, so a block is rewritten twice (its window,
+ * then its partition), as before windows; the demo takes 4 (4, 16, 64, 256: fewer, larger files).
+ */
+export const DEFAULT_COMPACT_FAN_IN = 32;
 
 export type FollowEvent =
 	| { type: "blocks"; from: number; to: number }
@@ -86,8 +90,10 @@ export interface FollowerOptions {
 	startBlock?: number;
 	concurrency?: number;
 	pollMs?: number;
-	/** How long replaced files stay on disk for readers that began before the switch (default 30 s). */
+	/** How long replaced files stay on disk for readers that began before the switch (default 5 minutes). */
 	deleteGraceMs?: number;
+	/** The smallest merge window of final head files, in blocks (DEFAULT_COMPACT_FAN_IN; at least 2). */
+	compactFanIn?: number;
 	/** The Delta Lake export's settings (delta/lake-flags.ts); kept in the manifest. */
 	lake?: Partial<LakeSettings>;
 }
@@ -503,9 +509,16 @@ export function createFollower(opts: FollowerOptions) {
 
 	/**
 	 * Merges final chunks so head files do not pile up: a partition's chunks into one file once
-	 * the whole partition is stored and final, and before that, runs of COMPACT_RUN small final
-	 * chunks into one (so the tail of a partition stays a handful of files without rewriting the
-	 * partition at every block).
+	 * the whole partition is stored and final, and before that, aligned windows of the partition
+	 * (`compactFanIn` blocks, then its square, ...: 32 by default; 4, 16, 64, 256 with 4, in a
+	 * partition of 1000) once a window is final and held by several chunks, the largest first. Windows
+	 * are aligned to block numbers, not to the chunks in them, so the chunks a lagging follower
+	 * appends several blocks at a time (a range of final blocks, then one-block chunks) merge like
+	 * the others: a chunk across a window's edge only waits for the next larger window. A partition's
+	 * tail stays under `compactFanIn` chunks per window size, and a block is rewritten once per
+	 * window size. (Runs of 32 one-block chunks, before: one chunk of several blocks, which a
+	 * follower more than the finality depth behind appends, broke every run after it until the
+	 * partition was complete; the demo's head files piled up so.)
 	 */
 	async function compact(s: NonNullable<typeof state>, head: number): Promise<FollowEvent | null> {
 		const lastFinal = head - finality;
@@ -516,14 +529,25 @@ export function createFollower(opts: FollowerOptions) {
 			if (Math.floor(c.to / partitionSize) !== p) continue;
 			groups.set(p, [...(groups.get(p) ?? []), c]);
 		}
+		const windows: number[] = [];
+		const fanIn = Math.max(2, opts.compactFanIn ?? DEFAULT_COMPACT_FAN_IN);
+		for (let w = fanIn; w < partitionSize; w *= fanIn) windows.unshift(w);
 		for (const [p, group] of groups) {
-			const whole = group[0]?.from === p * partitionSize && group.at(-1)?.to === (p + 1) * partitionSize - 1;
-			const run = whole ? group : group.filter((c) => c.from === c.to).slice(0, COMPACT_RUN);
-			if (run.length < 2 || (!whole && run.length < COMPACT_RUN)) continue;
-			if (new Set(run.map((c) => c.traces)).size !== 1) continue;
-			const first = run[0] as ChunkEntry;
-			const last = run[run.length - 1] as ChunkEntry;
-			if (missingRanges({ ...s.manifest, chunks: run }, first.from, last.to).length > 0) continue;
+			const start = p * partitionSize;
+			const end = start + partitionSize - 1;
+			/** The chunks holding exactly [a, b], every block, with one trace format; null if not so. */
+			const held = (a: number, b: number): ChunkEntry[] | null => {
+				if (group.some((c) => (c.from < a && c.to >= a) || (c.from <= b && c.to > b))) return null;
+				const inside = group.filter((c) => c.from >= a && c.to <= b);
+				if (inside.length < 2 || new Set(inside.map((c) => c.traces)).size !== 1) return null;
+				return missingRanges({ ...s.manifest, chunks: inside }, a, b).length === 0 ? inside : null;
+			};
+			let run = held(start, end);
+			for (const size of run ? [] : windows) {
+				for (let a = start; !run && a + size - 1 <= Math.min(end, lastFinal); a += size) run = held(a, a + size - 1);
+				if (run) break;
+			}
+			if (!run) continue;
 			const merged = await mergeChunkDatasets(s.writer, dataDir, chain.id, run, nextGeneration(s.manifest), () =>
 				crashPoint("follow.compact.dataset-merged"),
 			);

@@ -57,6 +57,7 @@ export function startFollowers(
 		partitionSize?: number;
 		startBlock?: number;
 		deleteGraceMs?: number;
+		compactFanIn?: number;
 		lake?: Partial<LakeSettings>;
 		summaryMs?: number;
 	},
