@@ -54,6 +54,12 @@ const MAX_BLOCKS_PER_STEP = 200;
 export const DEFAULT_DELETE_GRACE_MS = RETIRE_GRACE_MS;
 /** The longest wait between polls while the data folder's disk is full. */
 export const DISK_FULL_MAX_BACKOFF_MS = 30_000;
+/**
+ * The steps' DuckDB (the Parquet writer) is replaced by a new one this often: a long-lived one's
+ * native memory kept growing (npm start at a block every 500 ms: RSS 515 MB after 30 s, 911 MB
+ * after 150 s; renewed every 30 s, 424 then 518 MB, the JavaScript heap at 70-85 MB in both).
+ */
+const WRITER_RENEW_MS = 30_000;
 /** After a failed merge, the next attempt waits this long. */
 const MERGE_RETRY_MS = 60_000;
 /**
@@ -173,6 +179,7 @@ export function createFollower(opts: FollowerOptions) {
 	const deleting = new Set<Promise<void>>();
 
 	let chainChecked = false;
+	let writerSince = Date.now();
 	async function init() {
 		if (state) return state;
 		// Another chain's node (a mistyped --follow) must not store a single block here.
@@ -333,6 +340,12 @@ export function createFollower(opts: FollowerOptions) {
 
 	async function stepOn(s: NonNullable<typeof state>): Promise<FollowEvent[]> {
 		const events: FollowEvent[] = [];
+		if (Date.now() - writerSince > WRITER_RENEW_MS) {
+			const fresh = await createParquetWriter();
+			s.writer.close();
+			s.writer = fresh;
+			writerSince = Date.now();
+		}
 		const head = await ethBlockNumber(rpc);
 		stats.nodeHead = head;
 		if (s.recheck) {
