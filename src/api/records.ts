@@ -136,6 +136,14 @@ export function selfDestructRecord(r: Row) {
 	};
 }
 
+/** The opcode that made a frame: CALL, STATICCALL, DELEGATECALL, CALLCODE, CREATE, CREATE2, SELFDESTRUCT. */
+function frameOpCode(r: Row): string {
+	if (r.trace_type === "suicide") return "SELFDESTRUCT";
+	const type = r.call_type as string | null;
+	if (type) return type.toUpperCase();
+	return r.trace_type === "create" ? "CREATE" : "CALL";
+}
+
 /** The 4-byte selector a call's data starts with; null for shorter data (a plain value send). */
 const selectorOf = (input: unknown) => (typeof input === "string" && input.length >= 10 ? input.slice(0, 10) : null);
 
@@ -146,14 +154,17 @@ export function callRecord(r: Row) {
 		contract: (r.to_address as string | null) ?? null,
 		from: (r.from_address as string | null) ?? null,
 		to: (r.to_address as string | null) ?? null,
-		// The official clients' names for the caller, the selector and the call data (their
-		// TsunamiInternalTransaction; the ABI decoding reads sig_hash and input_data).
+		// The official clients' names for the opcode, the caller, the selector, the call data and
+		// the return data (their TsunamiInternalTransaction / TsunamiCall; the ABI decoding reads
+		// sig_hash and input_data).
+		op_code: frameOpCode(r),
 		sender: (r.from_address as string | null) ?? null,
 		sig_hash: selectorOf(input),
 		value: (r.value as string | null) ?? null,
 		input,
 		input_data: input,
 		output: (r.output as string | null) ?? null,
+		output_data: (r.output as string | null) ?? null,
 		trace_type: r.trace_type as string,
 		call_type: (r.call_type as string | null) ?? null,
 		trace_address: (r.trace_address as number[]) ?? [],
@@ -178,14 +189,6 @@ export function contextOf(r: Row): string | null {
 export function callEventRecord(r: Row) {
 	const { id, contract, op_code, topic_0, topic_1, topic_2, topic_3, log_data, log_index } = logRecord(r);
 	return { id, contract, op_code, topic_0, topic_1, topic_2, topic_3, log_data, log_index };
-}
-
-/** The opcode that made a frame: CALL, STATICCALL, DELEGATECALL, CALLCODE, CREATE, CREATE2, SELFDESTRUCT. */
-function frameOpCode(r: Row): string {
-	if (r.trace_type === "suicide") return "SELFDESTRUCT";
-	const type = r.call_type as string | null;
-	if (type) return type.toUpperCase();
-	return r.trace_type === "create" ? "CREATE" : "CALL";
 }
 
 /**

@@ -581,6 +581,7 @@ describe("parsiq.js requests that were missing", () => {
 				if (selectors.includes(fr.input.slice(0, 10)))
 					want.push({
 						tx_hash: t.hash,
+						op_code: fr.type,
 						sender: fr.from.toLowerCase(),
 						contract: fr.to?.toLowerCase(),
 						sig_hash: fr.input.slice(0, 10),
@@ -590,10 +591,10 @@ describe("parsiq.js requests that were missing", () => {
 		expect(new Set(want.map((c) => c.sig_hash))).toEqual(new Set(selectors));
 		// The client sends sig_hash alone (GetTsunamiCallQuery.sig_hash: string[]).
 		const items = await singleAndWalk("/calls", { sig_hash: selectors }, WHOLE);
-		expect(items.map((i) => pick(i, ["tx_hash", "sender", "contract", "sig_hash", "input_data", "status"]))).toEqual(
-			want,
-		);
-		for (const i of items) expect([i.sender, i.input_data]).toEqual([i.from, i.input]);
+		expect(
+			items.map((i) => pick(i, ["tx_hash", "op_code", "sender", "contract", "sig_hash", "input_data", "status"])),
+		).toEqual(want);
+		for (const i of items) expect([i.sender, i.input_data, i.output_data]).toEqual([i.from, i.input, i.output]);
 		const one = await singleAndWalk("/calls", { sig_hash: [selectors[0] as string] }, WHOLE);
 		expect(one.map((i) => i.id)).toEqual(items.filter((i) => i.sig_hash === selectors[0]).map((i) => i.id));
 		const bad = await request("/calls", { ...WHOLE, sig_hash: ["0xa9059cbb", "0x1234"] });
