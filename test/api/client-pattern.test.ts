@@ -512,6 +512,17 @@ describe("parsiq.js requests that were missing", () => {
 		expect(col("tx_hash")).toEqual(expected.map((t) => t.txHash));
 		expect(col("block_number")).toEqual(expected.map((t) => String(t.blockNumber)));
 		expect(col("topic_1")).toEqual(expected.map((t) => `0x${t.from.slice(2).padStart(64, "0")}`));
+		// Nothing matches: the header row alone.
+		const empty = await requestText(`${base}/csv-exports/events?${axiosQuery({ ...WHOLE, origin: EXTRA_SENDER })}`);
+		expect([empty.status, empty.text, empty.headers.get("x-has-more")]).toEqual([
+			200,
+			`${csv.header.join(",")}\n`,
+			"false",
+		]);
+		// The filters are those of /events: none of contract, topic_0, origin is a 400 saying so.
+		const none = await requestText(`${base}/csv-exports/events?${axiosQuery(WHOLE)}`);
+		expect(none.status).toBe(400);
+		expect(JSON.parse(none.text).message).toContain("contract, topic_0, origin");
 	});
 
 	it("an export larger than the server's answer cap stops at a row and resumes from X-Next-Offset", async () => {
