@@ -27,6 +27,7 @@ const hexList = (what: string, format: RegExp) =>
 
 export const hashList = hexList("hashes (0x + 64 hex digits)", /^0x[0-9a-fA-F]{64}$/);
 export const addressList = hexList("addresses (0x + 40 hex digits)", /^0x[0-9a-fA-F]{40}$/);
+export const selectorList = hexList("4-byte selectors (0x + 8 hex digits, e.g. 0xa9059cbb)", /^0x[0-9a-fA-F]{8}$/);
 
 export const blockNumberParam = text("a block number").regex(
 	/^(latest|-?\d{1,15})$/,

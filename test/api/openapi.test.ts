@@ -32,6 +32,7 @@ describe("OpenAPI and /docs", () => {
 				"contracts/self-destructs",
 				"contract/{contract}/transfers",
 				"events",
+				"csv-exports/events",
 				"calls",
 			]
 				.map((p) => `/{chain_id}/v1/${p}`)

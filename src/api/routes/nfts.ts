@@ -437,12 +437,30 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				sums.window,
 				sums.key,
 			);
-			if (!meta?.standard && Number(row?.ids ?? 0) === 0)
+			const standard = await nftStandard(db, contract, meta, n);
+			if (!standard && Number(row?.ids ?? 0) === 0)
 				throw notFound("COLLECTION_NOT_FOUND", `${contract} has no ERC-721 or ERC-1155 transfers in blocks 0..${n}`);
 			const supply = -amountOf(LIMBS.map((l) => (row?.[l] as string | null) ?? null));
-			return { ...collection(contract, meta), total_supply: supply.toString() };
+			return { ...collection(contract, meta), standard: standard ?? "unknown", total_supply: supply.toString() };
 		},
 	);
+}
+
+/**
+ * A collection's standard as its items show it (erc721 or erc1155): the metadata's where read,
+ * else that of its latest NFT transfer up to block `n` (the metadata is read only once the
+ * token's first blocks are settled, and the items already say what their transfers were);
+ * undefined for an address that moved no NFT.
+ */
+async function nftStandard(db: Snapshot, contract: string, meta: TokenMeta | undefined, n: number) {
+	if (meta?.standard === "erc721" || meta?.standard === "erc1155") return meta.standard;
+	const last = await findTransfers(
+		db,
+		{ token: contract, assets: ["nft"] },
+		{ start: 0, end: n, limit: 1, order: "desc" },
+	);
+	const standard = last.rows[0]?.token_standard;
+	return typeof standard === "string" ? standard : undefined;
 }
 
 /** The inventory's `transfer`: the arrival, or nulls where none was found (cannot happen for a
