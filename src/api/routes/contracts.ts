@@ -9,7 +9,8 @@ import { findTransfers } from "../../query/transfers.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
 import { envelope, pageOf } from "../list-reply.js";
-import { addressList, addressParam, assetList, chainParams, hashList, listQuery } from "../params.js";
+import { describedAs, documented } from "../param-docs.js";
+import { addressList, addressParam, assetTypes, chainParams, EXAMPLE, hashList, listQuery } from "../params.js";
 import { resolveRange } from "../range.js";
 import {
 	CALL_COLUMNS,
@@ -28,12 +29,33 @@ import { sendList } from "../send-list.js";
 const contractQuery = z
 	.object({
 		...listQuery,
-		origin: addressParam.optional(),
-		caller: addressParam.optional(),
-		sender: addressParam.optional(),
-		contract: addressList.optional(),
+		origin: describedAs(
+			addressParam,
+			"Only those inside transactions sent by this address (the transaction's from).",
+		).optional(),
+		caller: describedAs(
+			addressParam,
+			"Only those this account executed: the CREATE or CREATE2 (the sender, for a deploying transaction), or the call that self-destructed the contract.",
+		).optional(),
+		sender: describedAs(addressParam, "Another name for `caller`.").optional(),
+		contract: describedAs(
+			addressList,
+			"Only these contracts (created, or destroyed), comma-separated, at most 20.",
+		).optional(),
 	})
 	.strict();
+
+const CALL_TYPES = ["call", "delegatecall", "staticcall", "callcode", "create", "create2"] as const;
+
+/** topic_1..3 of /events: an indexed argument, 32 bytes (an address left-padded with zeros). */
+const topicList = (n: number) =>
+	describedAs(
+		hashList,
+		`Only logs whose topic ${n} (an indexed argument) is one of these, comma-separated, at most 20.`,
+		{
+			example: [`0x000000000000000000000000${EXAMPLE.wallet.slice(2)}`],
+		},
+	).optional();
 
 /** Trace-only datasets are absent (not empty) for chains exported without traces: say so. */
 function requireTraces(db: Snapshot, dataset: DatasetName) {
@@ -101,8 +123,15 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"Every transfer of the token (all asset types unless asset_type is given). Example: /eip155-1/v1/contract/0x.../transfers?limit=100",
 				tags: ["transfers"],
-				params: chainParams.extend({ contract: addressParam }),
-				querystring: z.object({ ...listQuery, asset_type: assetList.optional() }).strict(),
+				params: chainParams.extend({
+					contract: describedAs(addressParam, "The token contract.", { example: EXAMPLE.token }),
+				}),
+				querystring: z
+					.object({
+						...listQuery,
+						asset_type: assetTypes("all of them", { example: ["ft"] }).optional(),
+					})
+					.strict(),
 			},
 		},
 		async (req, reply) => {
@@ -129,12 +158,21 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				querystring: z
 					.object({
 						...listQuery,
-						contract: addressList.optional(),
-						origin: addressParam.optional(),
-						topic_0: hashList.optional(),
-						topic_1: hashList.optional(),
-						topic_2: hashList.optional(),
-						topic_3: hashList.optional(),
+						contract: describedAs(
+							addressList,
+							"Only logs these contracts emitted, comma-separated, at most 20.",
+						).optional(),
+						origin: describedAs(
+							addressParam,
+							"Only logs of transactions sent by this address (their from).",
+						).optional(),
+						topic_0: describedAs(
+							hashList,
+							"Only logs whose topic 0 (the event's signature hash) is one of these, comma-separated, at most 20.",
+						).optional(),
+						topic_1: topicList(1),
+						topic_2: topicList(2),
+						topic_3: topicList(3),
 					})
 					.strict(),
 			},
@@ -167,21 +205,40 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				querystring: z
 					.object({
 						...listQuery,
-						from: addressParam.optional(),
-						sender: addressParam.optional(),
-						to: addressParam.optional(),
-						contract: addressList.optional(),
-						origin: addressParam.optional(),
-						sig_hash: z
-							.string({ error: "must be a 4-byte selector, e.g. 0xa9059cbb" })
-							.regex(/^0x[0-9a-fA-F]{8}$/, "must be a 4-byte selector, e.g. 0xa9059cbb")
-							.transform((v) => v.toLowerCase())
-							.optional(),
-						call_type: z
-							.enum(["call", "delegatecall", "staticcall", "callcode", "create", "create2"], {
+						from: describedAs(addressParam, "Only calls this account made (the frame's caller).").optional(),
+						sender: describedAs(addressParam, "Another name for `from`.").optional(),
+						to: describedAs(addressParam, "Only calls to this address (the callee); with `contract`, to any of them.", {
+							example: EXAMPLE.token,
+						}).optional(),
+						contract: describedAs(
+							addressList,
+							"Only calls to these addresses (the callees), comma-separated, at most 20.",
+						).optional(),
+						origin: describedAs(
+							addressParam,
+							"Only calls inside transactions sent by this address (their from).",
+						).optional(),
+						sig_hash: documented(
+							z
+								.string({ error: "must be a 4-byte selector, e.g. 0xa9059cbb" })
+								.regex(/^0x[0-9a-fA-F]{8}$/, "must be a 4-byte selector, e.g. 0xa9059cbb")
+								.transform((v) => v.toLowerCase()),
+							{
+								schema: { type: "string", pattern: "^0x[0-9a-fA-F]{8}$" },
+								description: "Only calls whose input starts with this 4-byte function selector: 0x and 8 hex digits.",
+								example: "0xa9059cbb",
+							},
+						).optional(),
+						call_type: documented(
+							z.enum(CALL_TYPES, {
 								error: "must be call, delegatecall, staticcall, callcode, create or create2",
-							})
-							.optional(),
+							}),
+							{
+								schema: { type: "string", enum: [...CALL_TYPES] },
+								description: "Only frames of this kind. Default: all.",
+								example: "delegatecall",
+							},
+						).optional(),
 					})
 					.strict(),
 			},

@@ -4,10 +4,11 @@ import { z } from "zod";
 import { findTransaction, logsOfTransactions } from "../../query/transactions.js";
 import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
+import { describedAs } from "../param-docs.js";
 import { chainParams, hashParam } from "../params.js";
 import { transactionRecord } from "../records.js";
 
-const txParams = chainParams.extend({ transaction_hash: hashParam });
+const txParams = chainParams.extend({ transaction_hash: describedAs(hashParam, "The transaction's hash.") });
 
 export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();
