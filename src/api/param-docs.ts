@@ -78,7 +78,9 @@ const zodTransform = createJsonSchemaTransform({ zodToJsonConfig: { override: ap
  *   (block numbers, timestamps, block_hash: api-contract.md §4), so that first request would be a
  *   400. A path parameter is required anyway, and keeps its `example` (the filled-in value).
  * - A list parameter (`contract=0xa,0xb`) is comma-separated, OpenAPI's style form without
- *   explode; its default (explode) is the parameter repeated, which the API refuses.
+ *   explode; its default (explode) is the parameter repeated, which the API refuses. @fastify/swagger
+ *   takes style and explode from the query string's schema for all its parameters; for a single
+ *   value, form without explode is the same `name=value` as the default.
  */
 export const paramDocsTransform: typeof zodTransform = (route) => {
 	const out = zodTransform(route);
