@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiFixture, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
 import { type Chromium, launchChromium, openTab, requireChromium } from "../helpers/chromium.js";
 
+type Tab = Awaited<ReturnType<typeof openTab>>;
+
 /*
  * /docs as a newcomer's browser shows it: the API on a real socket over a small real lake, the
  * page loaded in headless Chromium. Every route of the OpenAPI document is listed, every parameter
@@ -29,6 +31,8 @@ let base: string;
 let doc: Document;
 /** What went wrong in the browser, in any tab: each test expects none. */
 const problems: string[] = [];
+/** Every URL the browser asked for. */
+const requested: string[] = [];
 
 beforeAll(async () => {
 	requireChromium();
@@ -38,7 +42,10 @@ beforeAll(async () => {
 	browser = await launchChromium();
 	const urls = new Map<string, string>();
 	browser.onEvent(({ method, params }) => {
-		if (method === "Network.requestWillBeSent") urls.set(params.requestId, params.request.url);
+		if (method === "Network.requestWillBeSent") {
+			urls.set(params.requestId, params.request.url);
+			requested.push(params.request.url);
+		}
 		if (method === "Runtime.exceptionThrown")
 			problems.push(`script error: ${params.exceptionDetails.exception?.description ?? params.exceptionDetails.text}`);
 		if (method === "Runtime.consoleAPICalled" && (params.type === "error" || params.type === "assert"))
@@ -154,35 +161,69 @@ describe("/docs in Chromium", () => {
 
 	it("answers Try it out with the key given under Authorize", async () => {
 		const tab = await docsTab();
-		await tab.evaluate("document.querySelector('.auth-wrapper .authorize').click()");
-		await tab.waitUntil("document.querySelector('#auth-bearer-value')");
-		await tab.evaluate(typeInto("document.querySelector('#auth-bearer-value')", TEST_KEY));
-		await tab.evaluate("document.querySelector('#auth-bearer-value').form.querySelector('.authorize').click()");
-		await tab.evaluate("document.querySelector('.modal-ux .close-modal').click()");
-
+		await authorize(tab);
 		const latest = operation("get", "/{chain_id}/v1/blocks/latest");
-		await tab.evaluate(`${latest}.querySelector('.opblock-summary-control').click()`);
-		await tab.waitUntil(`${latest}.querySelector('.try-out__btn')`);
-		await tab.evaluate(`${latest}.querySelector('.try-out__btn').click()`);
-		// The path's example (eip155-1) is filled in; this lake's chain replaces it.
-		const chainInput = `${latest}.querySelector('tr[data-param-name="chain_id"] input')`;
-		await tab.waitUntil(`${chainInput}?.value === 'eip155-1'`);
-		await tab.evaluate(typeInto(chainInput, f.chain));
-		// swagger-ui takes an input's value after a short debounce.
-		await tab.waitUntil(`${latest}.querySelector('.execute')`);
-		await new Promise((r) => setTimeout(r, 600));
-		await tab.evaluate(`${latest}.querySelector('.execute').click()`);
-		await tab.waitUntil(`${latest}.querySelector('.live-responses-table tr.response .response-col_status')`);
-		const status = await tab.evaluate<string>(
-			`${latest}.querySelector('.live-responses-table tr.response .response-col_status').textContent.trim()`,
-		);
-		const body = await tab.evaluate<string>(
-			`${latest}.querySelector('.live-responses-table .microlight')?.textContent`,
-		);
+		const answer = await tryItOut(tab, latest);
 		const head = (await f.get(`/${f.chain}/v1/blocks/latest`)).body;
-		expect(status).toBe("200");
-		expect(JSON.parse(body ?? "null")).toMatchObject({ hash: head.hash, number: head.number });
+		expect(answer.status).toBe("200");
+		expect(JSON.parse(answer.body)).toMatchObject({ hash: head.hash, number: head.number });
 		const file = await saveScreenshot(await tab.screenshot(2500), "chainlake-docs-try-it-out.png");
 		expect(problems, `screenshot: ${file}`).toEqual([]);
 	});
+
+	it("sends a list parameter as the API takes it: comma-separated, once", async () => {
+		const tab = await docsTab();
+		await authorize(tab);
+		const events = operation("get", "/{chain_id}/v1/events");
+		const contracts = [f.work.contracts.token20, f.work.contracts.token721].map((a) => a.toLowerCase());
+		const answer = await tryItOut(tab, events, async () => {
+			const row = `${events}.querySelector('tr[data-param-name="contract"]')`;
+			for (const address of contracts) {
+				await tab.evaluate(`${row}.querySelector('.json-schema-form-item-add').click()`);
+				await tab.waitUntil(`${row}.querySelectorAll('input').length === ${contracts.indexOf(address) + 1}`);
+				await tab.evaluate(typeInto(`[...${row}.querySelectorAll('input')].at(-1)`, address));
+			}
+		});
+		const query = `contract=${contracts.join(",")}`;
+		expect(requested.some((u) => u.endsWith(`/${f.chain}/v1/events?limit=100&order=asc&${query}`))).toBe(true);
+		expect(answer.status).toBe("200");
+		// The page shows what the API answers to the same request: both contracts' logs.
+		const direct = await f.get(`/${f.chain}/v1/events?${query}`);
+		const shownItems = JSON.parse(answer.body).items as { contract: string }[];
+		expect(shownItems).toEqual(direct.body.items);
+		expect(new Set(shownItems.map((i) => i.contract))).toEqual(new Set(contracts));
+		expect(problems).toEqual([]);
+	});
 });
+
+/** Gives the test key under Authorize (Bearer), as a reader would. */
+async function authorize(tab: Tab) {
+	await tab.evaluate("document.querySelector('.auth-wrapper .authorize').click()");
+	await tab.waitUntil("document.querySelector('#auth-bearer-value')");
+	await tab.evaluate(typeInto("document.querySelector('#auth-bearer-value')", TEST_KEY));
+	await tab.evaluate("document.querySelector('#auth-bearer-value').form.querySelector('.authorize').click()");
+	await tab.evaluate("document.querySelector('.modal-ux .close-modal').click()");
+}
+
+/**
+ * Opens the operation, presses Try it out, puts this lake's chain in place of the example chain,
+ * lets `fill` set other parameters, executes; the status and body the page then shows.
+ */
+async function tryItOut(tab: Tab, op: string, fill?: () => Promise<void>) {
+	await tab.evaluate(`${op}.querySelector('.opblock-summary-control').click()`);
+	await tab.waitUntil(`${op}.querySelector('.try-out__btn')`);
+	await tab.evaluate(`${op}.querySelector('.try-out__btn').click()`);
+	const chainInput = `${op}.querySelector('tr[data-param-name="chain_id"] input')`;
+	await tab.waitUntil(`${chainInput}?.value === 'eip155-1'`);
+	await tab.evaluate(typeInto(chainInput, f.chain));
+	await fill?.();
+	// swagger-ui takes an input's value after a short debounce.
+	await new Promise((r) => setTimeout(r, 600));
+	await tab.evaluate(`${op}.querySelector('.execute').click()`);
+	const status = `${op}.querySelector('.live-responses-table tr.response .response-col_status')`;
+	await tab.waitUntil(status);
+	return {
+		status: await tab.evaluate<string>(`${status}.textContent.trim()`),
+		body: await tab.evaluate<string>(`${op}.querySelector('.live-responses-table .microlight').textContent`),
+	};
+}
