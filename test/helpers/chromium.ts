@@ -129,8 +129,8 @@ export async function openTab(browser: Chromium, width = 1400, height = 1000) {
 			if (r.exceptionDetails) throw new Error(`page threw: ${r.exceptionDetails.exception?.description}`);
 			return r.result.value as T;
 		},
-		/** Polls `expression` until it is truthy; fails naming it after `timeoutMs`. */
-		async waitUntil(expression: string, timeoutMs = 20_000) {
+		/** Polls `expression` until it is truthy; fails naming it after `timeoutMs` (generous: CI runs two test files at once on 2 cores). */
+		async waitUntil(expression: string, timeoutMs = 60_000) {
 			const deadline = Date.now() + timeoutMs;
 			for (;;) {
 				if (await this.evaluate<boolean>(`Boolean(${expression})`)) return;
