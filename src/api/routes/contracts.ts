@@ -11,12 +11,14 @@ import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
 import { flattenItem } from "../list-columns.js";
 import { envelope, pageOf } from "../list-reply.js";
+import { describedAs, documented } from "../param-docs.js";
 import {
 	addressList,
 	addressParam,
-	assetList,
+	assetTypes,
 	booleanParam,
 	chainParams,
+	EXAMPLE,
 	hashList,
 	listQuery,
 	selectorList,
@@ -41,12 +43,33 @@ import { checkSize, csvLine, csvRow, DEFAULT_MAX_RESPONSE_BYTES, sendList } from
 const contractQuery = z
 	.object({
 		...listQuery,
-		origin: addressParam.optional(),
-		caller: addressParam.optional(),
-		sender: addressParam.optional(),
-		contract: addressList.optional(),
+		origin: describedAs(
+			addressParam,
+			"Only those inside transactions sent by this address (the transaction's from).",
+		).optional(),
+		caller: describedAs(
+			addressParam,
+			"Only those this account executed: the CREATE or CREATE2 (the sender, for a deploying transaction), or the call that self-destructed the contract.",
+		).optional(),
+		sender: describedAs(addressParam, "Another name for `caller`.").optional(),
+		contract: describedAs(
+			addressList,
+			"Only these contracts (created, or destroyed), comma-separated, at most 20.",
+		).optional(),
 	})
 	.strict();
+
+const CALL_TYPES = ["call", "delegatecall", "staticcall", "callcode", "create", "create2"] as const;
+
+/** topic_1..3 of /events: an indexed argument, 32 bytes (an address left-padded with zeros). */
+const topicList = (n: number) =>
+	describedAs(
+		hashList,
+		`Only logs whose topic ${n} (an indexed argument) is one of these, comma-separated, at most 20.`,
+		{
+			example: [`0x000000000000000000000000${EXAMPLE.wallet.slice(2)}`],
+		},
+	).optional();
 
 /** Trace-only datasets are absent (not empty) for chains exported without traces: say so. */
 export function requireTraces(db: Snapshot, dataset: DatasetName) {
@@ -114,8 +137,15 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"Every transfer of the token (all asset types unless asset_type is given). Example: /eip155-1/v1/contract/0x.../transfers?limit=100",
 				tags: ["transfers"],
-				params: chainParams.extend({ contract: addressParam }),
-				querystring: z.object({ ...listQuery, asset_type: assetList.optional() }).strict(),
+				params: chainParams.extend({
+					contract: describedAs(addressParam, "The token contract.", { example: EXAMPLE.token }),
+				}),
+				querystring: z
+					.object({
+						...listQuery,
+						asset_type: assetTypes("all of them", { example: ["ft"] }).optional(),
+					})
+					.strict(),
 			},
 		},
 		async (req, reply) => {
@@ -216,18 +246,37 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				querystring: z
 					.object({
 						...listQuery,
-						from: addressParam.optional(),
-						sender: addressParam.optional(),
-						to: addressParam.optional(),
-						contract: addressList.optional(),
-						origin: addressParam.optional(),
-						sig_hash: selectorList.optional(),
-						include_events: booleanParam.optional(),
-						call_type: z
-							.enum(["call", "delegatecall", "staticcall", "callcode", "create", "create2"], {
+						from: describedAs(addressParam, "Only calls this account made (the frame's caller).").optional(),
+						sender: describedAs(addressParam, "Another name for `from`.").optional(),
+						to: describedAs(addressParam, "Only calls to this address (the callee); with `contract`, to any of them.", {
+							example: EXAMPLE.token,
+						}).optional(),
+						contract: describedAs(
+							addressList,
+							"Only calls to these addresses (the callees), comma-separated, at most 20.",
+						).optional(),
+						origin: describedAs(
+							addressParam,
+							"Only calls inside transactions sent by this address (their from).",
+						).optional(),
+						sig_hash: describedAs(
+							selectorList,
+							"Only calls whose input starts with one of these 4-byte function selectors (0x and 8 hex digits), comma-separated, at most 20.",
+						).optional(),
+						include_events: describedAs(
+							booleanParam,
+							"`true`: each call gets `events`, the logs its transaction emitted as the contract the call ran as (none for a reverted call).",
+						).optional(),
+						call_type: documented(
+							z.enum(CALL_TYPES, {
 								error: "must be call, delegatecall, staticcall, callcode, create or create2",
-							})
-							.optional(),
+							}),
+							{
+								schema: { type: "string", enum: [...CALL_TYPES] },
+								description: "Only frames of this kind. Default: all.",
+								example: "delegatecall",
+							},
+						).optional(),
 					})
 					.strict(),
 			},
@@ -272,17 +321,25 @@ const EXPORT_PAGE_ROWS = 1000;
 
 /** The log filters of /events and its CSV export (the official clients' TsunamiLogsCriteria). */
 const eventFilters = {
-	contract: addressList.optional(),
-	origin: addressParam.optional(),
-	topic_0: hashList.optional(),
-	topic_1: hashList.optional(),
-	topic_2: hashList.optional(),
-	topic_3: hashList.optional(),
-	op_code: z
-		.enum(["LOG0", "LOG1", "LOG2", "LOG3", "LOG4"], {
+	contract: describedAs(addressList, "Only logs these contracts emitted, comma-separated, at most 20.").optional(),
+	origin: describedAs(addressParam, "Only logs of transactions sent by this address (their from).").optional(),
+	topic_0: describedAs(
+		hashList,
+		"Only logs whose topic 0 (the event's signature hash) is one of these, comma-separated, at most 20.",
+	).optional(),
+	topic_1: topicList(1),
+	topic_2: topicList(2),
+	topic_3: topicList(3),
+	op_code: documented(
+		z.enum(["LOG0", "LOG1", "LOG2", "LOG3", "LOG4"], {
 			error: "must be LOG0, LOG1, LOG2, LOG3 or LOG4 (the opcode that emitted the log: its number of topics)",
-		})
-		.optional(),
+		}),
+		{
+			schema: { type: "string", enum: ["LOG0", "LOG1", "LOG2", "LOG3", "LOG4"] },
+			description: "Only logs emitted by this opcode, that is with this many topics.",
+			example: "LOG3",
+		},
+	).optional(),
 };
 
 /** An export's range, offset and order; no limit (it sends the whole range) nor format (CSV). */
@@ -291,10 +348,11 @@ const exportQuery = {
 	...exportRange,
 	// The official clients' compute-unit budget of an export: accepted, unused (the server's
 	// answer size limit bounds an export here).
-	cu_limit: z
-		.string({ error: "must be a whole number" })
-		.regex(/^\d{1,15}$/, "must be a whole number")
-		.optional(),
+	cu_limit: documented(z.string({ error: "must be a whole number" }).regex(/^\d{1,15}$/, "must be a whole number"), {
+		schema: { type: "integer", minimum: 0, maximum: 999_999_999_999_999 },
+		description: "Accepted and unused: the server's answer size limit (--max-response-mb) bounds an export.",
+		example: 1000,
+	}).optional(),
 };
 
 type EventQuery = { [K in keyof typeof eventFilters]?: z.output<(typeof eventFilters)[K]> };

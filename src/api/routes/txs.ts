@@ -5,11 +5,12 @@ import { callsOfTransaction } from "../../query/contracts.js";
 import { findTransaction, logsOfTransactions } from "../../query/transactions.js";
 import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
+import { describedAs } from "../param-docs.js";
 import { booleanParam, chainParams, hashParam } from "../params.js";
 import { internalCallRecord, logRecord, transactionRecord } from "../records.js";
 import { requireTraces } from "./contracts.js";
 
-const txParams = chainParams.extend({ transaction_hash: hashParam });
+const txParams = chainParams.extend({ transaction_hash: describedAs(hashParam, "The transaction's hash.") });
 
 export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();
@@ -46,7 +47,14 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 					"The transaction as /txs/{hash}, its `logs` holding first its call frames from traces in execution order (depth first; the top-level call included), then the receipt's logs in order. Reverted frames (a failed transaction's, or a call that reverted inside a successful one) only with include_failed_calls=true (default false). A chain exported without traces lists the logs alone (include_failed_calls=true then answers 503 TRACES_UNAVAILABLE). Example: /eip155-1/v1/txs/0x<64 hex digits>/logs?include_failed_calls=true",
 				tags: ["transactions"],
 				params: txParams,
-				querystring: z.object({ include_failed_calls: booleanParam.optional() }).strict(),
+				querystring: z
+					.object({
+						include_failed_calls: describedAs(
+							booleanParam,
+							"`true`: list the frames that reverted too (`status: false`). Default `false`.",
+						).optional(),
+					})
+					.strict(),
 			},
 		},
 		async (req) => {
