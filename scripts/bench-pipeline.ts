@@ -263,13 +263,23 @@ try {
 		logger,
 	});
 	const cpu0 = process.cpuUsage();
-	const s = await backfill.run({
-		from: 1,
-		to: BLOCKS,
-		traces: "parity",
-		partitionSize: Number(values["partition-size"]),
-		concurrency: Number(values.concurrency),
-	});
+	// RSS and JS heap every 10 s, to see whether memory levels off or keeps growing with the run.
+	const samples: string[] = [];
+	const started = performance.now();
+	const sampler = setInterval(() => {
+		const m = process.memoryUsage();
+		const mib = (b: number) => (b / 2 ** 20).toFixed(0);
+		samples.push(`${((performance.now() - started) / 1000).toFixed(0)}s ${mib(m.rss)}/${mib(m.heapUsed)}`);
+	}, 10_000);
+	const s = await backfill
+		.run({
+			from: 1,
+			to: BLOCKS,
+			traces: "parity",
+			partitionSize: Number(values["partition-size"]),
+			concurrency: Number(values.concurrency),
+		})
+		.finally(() => clearInterval(sampler));
 	const cpu = process.cpuUsage(cpu0);
 	const { serverMs, answers } = server.stats();
 	const totalRows = Object.values(s.rows).reduce((a, b) => a + b, 0);
@@ -302,6 +312,7 @@ try {
 	console.log(
 		`disk: datasets ${datasetBytes} bytes (${(datasetBytes / totalRows).toFixed(1)} bytes/row), whole chain folder ${allBytes} bytes (${(allBytes / totalRows).toFixed(1)} bytes/row, ${(allBytes / s.blocks).toFixed(0)} bytes/block: datasets, index files and runs, Delta logs)`,
 	);
+	console.log(`memory every 10 s, RSS/JS heap in MiB: ${samples.join(", ")}`);
 	console.log("| dataset | rows | rows/block | bytes | bytes/row |\n|---|---:|---:|---:|---:|");
 	for (const l of lines) console.log(l);
 } finally {
