@@ -14,8 +14,8 @@
  * errors (an unknown flag, a missing value) print with the usage and exit 2, as do
  * `usageError(...)` and anything thrown inside `userInput(...)`.
  */
-import { mkdirSync, unlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { chainsIn } from "../query/views.js";
 import { diskFullError, isDiskFull } from "./disk-full.js";
 import { ChainlakeError, UserInputError } from "./errors.js";
@@ -59,7 +59,9 @@ export function userInput<T>(check: () => T): T {
 	try {
 		return check();
 	} catch (err) {
-		if (err instanceof UserInputError) throw err;
+		// A file system's error (a folder that is a file, a permission) is not the user's typing:
+		// it keeps its own sentence, which names the folder.
+		if (err instanceof UserInputError || folderError(err)) throw err;
 		const code = err instanceof ChainlakeError ? err.code : "INVALID_ARGS";
 		throw new UserInputError(code, err instanceof Error ? err.message : String(err));
 	}
@@ -159,6 +161,9 @@ export async function explainFailure(err: unknown, spec: CliSpec): Promise<{ lin
 		return { lines: [`error: ${message}`, spec.usage.trimEnd()], code: EXIT_USAGE };
 	}
 	if (!(err instanceof ChainlakeError) && isDiskFull(err)) err = await diskFullError(dataDir ?? ".", err);
+	// A file that cannot be read because of its folder (the key file, say) is the folder's sentence.
+	const folder = folderError(err);
+	if (folder && folder !== err) return explainFailure(folder, spec);
 	if (err instanceof ChainlakeError) {
 		// The code stays in the line: it is what logs are searched for, and what the README lists.
 		const line = `error [${err.code}]: ${err.message}`;
@@ -210,7 +215,7 @@ export async function explainFailure(err: unknown, spec: CliSpec): Promise<{ lin
 		case "EEXIST":
 			return {
 				lines: [
-					`error: ${where} is a file (or under one), not a folder`,
+					`error: ${fileOnTheWay(where)} is a file, not a folder`,
 					"point --data-dir (or CHAINLAKE_DATA_DIR) at a folder, or move the file away",
 				],
 				code: EXIT_FAILURE,
@@ -218,6 +223,26 @@ export async function explainFailure(err: unknown, spec: CliSpec): Promise<{ lin
 	}
 	const message = err instanceof Error ? err.message : String(err);
 	return { lines: [`error: ${message}`], code: EXIT_FAILURE };
+}
+
+const FOLDER_CODES = new Set(["EACCES", "EPERM", "EROFS", "ENOTDIR", "EEXIST"]);
+/** The file system's error about a folder in `err` or its cause, if any (not a listen's EACCES). */
+function folderError(err: unknown): NodeJS.ErrnoException | undefined {
+	for (const e of [err, (err as Error | undefined)?.cause] as NodeJS.ErrnoException[]) {
+		if (e?.syscall !== undefined && e.syscall !== "listen" && e.syscall !== "bind" && FOLDER_CODES.has(e.code ?? ""))
+			return e;
+	}
+	return undefined;
+}
+
+/** The file in the way of a path that should be (or lie under) a folder: the path or its nearest existing parent. */
+function fileOnTheWay(path: string): string {
+	for (let p = path; ; p = dirname(p)) {
+		try {
+			if (statSync(p).isFile()) return p;
+		} catch {}
+		if (dirname(p) === p) return path;
+	}
 }
 
 /**

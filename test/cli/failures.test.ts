@@ -15,7 +15,7 @@ import { type CliResult, runScript } from "../helpers/cli.js";
 import { deadUrl } from "../helpers/scripted-rpc.js";
 
 const STACK = /^\s+at /m;
-/** Debian's and most systems' unprivileged "nobody": the tests run as root, whom no mode bit stops. */
+/** Debian's and most systems' unprivileged "nobody". */
 const NOBODY = 65534;
 
 let root: string;
@@ -68,24 +68,34 @@ describe.concurrent("the first hour's failures, in a sentence", () => {
 			runScript("follow.ts", follow(join(file, "data"))),
 			runScript("reindex.ts", ["--data-dir", file, "--chain", "eip155-31337"]),
 		]);
-		for (const [r, path] of [
-			[isFile, file],
-			[underFile, join(file, "data")],
-		] as const) {
+		// Whichever path was given, the sentence names the file in the way.
+		for (const r of [isFile, underFile, reindex]) {
 			sentence(r, 1);
-			expect(r.stderr).toContain(`error: ${path} is a file (or under one), not a folder`);
+			expect(r.stderr).toContain(`error: ${file} is a file, not a folder`);
 			expect(r.stderr).toContain("point --data-dir (or CHAINLAKE_DATA_DIR) at a folder");
 		}
-		// reindex meets it taking the chain's write lock (acquireWriteLock's mkdir).
-		sentence(reindex, 1);
-		expect(reindex.stderr).toContain(`error: ${join(file, "eip155-31337")} is a file (or under one), not a folder`);
+	});
+
+	it("serve and keys whose key file's folder is a file say that, not that the key file is damaged", async () => {
+		const file = join(root, "keys-in-a-file");
+		writeFileSync(file, "not a folder");
+		const [serve, keys] = await Promise.all([
+			runScript("serve.ts", ["--data-dir", file, "--port", "0"]),
+			runScript("keys.ts", ["create", "--data-dir", file]),
+		]);
+		for (const r of [serve, keys]) {
+			sentence(r, 1);
+			expect(r.stderr).toContain(`error: ${file} is a file, not a folder`);
+			expect(r.stderr).not.toContain("damaged");
+		}
 	});
 
 	it("a folder the user may not write names it and --data-dir", async () => {
 		const ro = join(root, "read-only");
 		mkdirSync(ro);
 		chmodSync(ro, 0o555);
-		const as = { uid: NOBODY, gid: NOBODY };
+		// As root (here, CI containers) no mode bit stops a write: the commands run as "nobody" then.
+		const as = process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : {};
 		const [follow, reindex] = await Promise.all([
 			runScript("follow.ts", ["--data-dir", ro, "--follow", "eip155-31337=http://127.0.0.1:9"], {}, as),
 			runScript("reindex.ts", ["--data-dir", ro, "--chain", "eip155-31337"], {}, as),
@@ -97,18 +107,22 @@ describe.concurrent("the first hour's failures, in a sentence", () => {
 		expect(reindex.stderr).toContain(`error: cannot write ${join(ro, "eip155-31337")}: permission denied`);
 	});
 
-	it("backfill at a dead node says so, with the fix, within 15 s", async () => {
-		const started = performance.now();
+	it("backfill at a dead node says so, with the fix, after a few seconds of retries", async () => {
+		// --verbose logs each retry's wait: their sum is the time the user waits for the sentence,
+		// measured free of this machine's load (the process's own start-up is not in it).
 		const r = await runScript("backfill.ts", [
 			...["--chain", "eip155-31337", "--rpc", await deadUrl(), "--from", "0", "--to", "1"],
-			...["--data-dir", join(root, "dead")],
+			...["--data-dir", join(root, "dead"), "--verbose"],
 		]);
-		const seconds = (performance.now() - started) / 1000;
-		sentence(r, 1);
-		expect(r.stderr).toMatch(/error \[RPC_UNREACHABLE\]: eth_chainId failed after \d+ attempts at .*cannot connect/);
-		expect(r.stderr).toContain("check that the node is running and that its URL");
-		// The client's retries (6 attempts, backoff 0.1-3.2 s) are for a node restarting, not minutes.
-		expect(seconds).toBeLessThan(15);
+		expect(r.code, r.stderr).toBe(1);
+		expect(r.stderr).not.toMatch(STACK);
+		const failure = r.stderr.trim().split("\n").slice(-2);
+		expect(failure[0]).toMatch(/^error \[RPC_UNREACHABLE\]: eth_chainId failed after 6 attempts at .*cannot connect/);
+		expect(failure[1]).toContain("check that the node is running and that its URL");
+		const waits = [...r.stderr.matchAll(/retrying in (\d+) ms/g)].map((m) => Number(m[1]));
+		// 6 attempts, 5 waits: none after the last (nothing follows it but the error).
+		expect(waits).toHaveLength(5);
+		expect(waits.reduce((a, b) => a + b, 0)).toBeLessThan(15_000);
 	});
 
 	it("a chain folder another run is writing names the holder", async () => {
