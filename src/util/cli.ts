@@ -27,6 +27,8 @@ export interface CliSpec {
 	dataDir?: () => string | undefined;
 	/** How the port is chosen, for a taken-port message; default "--port (or PORT)". */
 	portFlag?: string;
+	/** How the folder is chosen, for a folder message; default "--data-dir (or CHAINLAKE_DATA_DIR)". */
+	dataDirFlag?: string;
 }
 
 /** Exit statuses: 2 for what the user typed, 1 for everything else. */
@@ -130,19 +132,24 @@ function fail(err: unknown): void {
 	if (failing) return;
 	failing = true;
 	const spec = started ?? { usage: "" };
-	void explainFailure(err, spec).then(({ lines, code }) => {
-		process.stderr.write(`${lines.join("\n")}\n`);
-		if (debugOn(process.argv.slice(2)) && err instanceof Error) {
-			process.stderr.write(`${err.stack ?? err.message}\n`);
-			if (err.cause !== undefined) process.stderr.write(`cause: ${String(err.cause)}\n`);
-		} else if (code === EXIT_FAILURE && !(err instanceof ChainlakeError) && !isKnown(err))
-			process.stderr.write("(run again with --debug for the stack)\n");
-		process.exit(code);
-	});
+	explainFailure(err, spec)
+		// Explaining must not be what hangs a server: failing that, the error as it is.
+		.catch(() => ({ lines: [`error: ${err instanceof Error ? err.message : String(err)}`], code: EXIT_FAILURE }))
+		.then(({ lines, code }) => {
+			process.stderr.write(`${lines.join("\n")}\n`);
+			if (debugOn(process.argv.slice(2)) && err instanceof Error) {
+				process.stderr.write(`${err.stack ?? err.message}\n`);
+				if (err.cause !== undefined) process.stderr.write(`cause: ${String(err.cause)}\n`);
+			} else if (code === EXIT_FAILURE && !(err instanceof ChainlakeError) && !isKnown(err))
+				process.stderr.write("(run again with --debug for the stack)\n");
+			process.exit(code);
+		});
 }
 
 const KNOWN_CODES = new Set(["EADDRINUSE", "EADDRNOTAVAIL", "EACCES", "EPERM", "EROFS", "ENOTDIR", "EEXIST"]);
 const isKnown = (err: unknown) => KNOWN_CODES.has((err as NodeJS.ErrnoException)?.code ?? "") || isDiskFull(err);
+
+const DATA_DIR_FLAG = "--data-dir (or CHAINLAKE_DATA_DIR)";
 
 /** The sentence (one or two lines) and exit status for an error a command met. */
 export async function explainFailure(err: unknown, spec: CliSpec): Promise<{ lines: string[]; code: number }> {
@@ -207,7 +214,7 @@ export async function explainFailure(err: unknown, spec: CliSpec): Promise<{ lin
 			return {
 				lines: [
 					`error: cannot write ${where}: ${e.code === "EROFS" ? "read-only file system" : "permission denied"}`,
-					"pick a folder you can write with --data-dir (or CHAINLAKE_DATA_DIR), or fix its permissions",
+					`pick a folder you can write with ${spec.dataDirFlag ?? DATA_DIR_FLAG}, or fix its permissions`,
 				],
 				code: EXIT_FAILURE,
 			};
@@ -216,7 +223,7 @@ export async function explainFailure(err: unknown, spec: CliSpec): Promise<{ lin
 			return {
 				lines: [
 					`error: ${fileOnTheWay(where)} is a file, not a folder`,
-					"point --data-dir (or CHAINLAKE_DATA_DIR) at a folder, or move the file away",
+					`point ${spec.dataDirFlag ?? DATA_DIR_FLAG} at a folder, or move the file away`,
 				],
 				code: EXIT_FAILURE,
 			};
