@@ -77,7 +77,12 @@ function start(name: string, command: string, args: readonly string[]) {
 	child.stdout?.on("data", (c: Buffer) => prefix(c, process.stdout));
 	child.stderr?.on("data", (c: Buffer) => prefix(c, process.stderr));
 	child.on("error", (err) => {
-		process.stderr.write(`[${name}] could not start ${command}: ${err.message}\n`);
+		// The one program of the cluster not from npm: say how to get it.
+		const hint =
+			(err as NodeJS.ErrnoException).code === "ENOENT"
+				? ": install it (apt-get install haproxy) or name it with --haproxy <path>"
+				: "";
+		process.stderr.write(`[${name}] could not start ${command}: ${err.message}${hint}\n`);
 		void stopAll(1);
 	});
 	child.on("exit", (code, signal) => {

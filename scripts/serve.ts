@@ -199,6 +199,11 @@ app.log.info(
 		? `rate limit per API key: ${rateLimit.perSecond}/s, bursts of ${rateLimit.burst}`
 		: "rate limit: off (--rate-limit 0)",
 );
+// An empty folder is no error (a backfill may fill it while this serves), but the first hour needs the way on.
+if (store.chains().length === 0 && !follow.sources.size && !remote)
+	app.log.warn(
+		`no chain data under ${dataDir} yet: write some with npm run backfill, follow a chain with --follow, or run npm start for a demo chain`,
+	);
 if (keyring.count() === 0)
 	app.log.warn("no API keys yet: create one with npm run keys -- create, or set CHAINLAKE_API_KEYS");
 
