@@ -5,7 +5,7 @@
  * a folder given is always the one read, and a writer (serve --follow) never falls back.
  * Each process runs in a folder of its own, so "data" is that folder's, not the repository's.
  */
-import { cp, mkdtemp, rm } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -42,8 +42,11 @@ async function serveUntilListening(args: string[], where = cwd): Promise<string>
 		child.stderr?.on("data", add);
 		child.on("exit", () => resolve());
 	});
+	const closed = new Promise((r) => child.on("close", r));
 	await seen;
 	child.kill("SIGKILL");
+	// What it wrote in the same tick as the listening line (the warnings) is still in the pipes.
+	await closed;
 	return out;
 }
 
@@ -71,6 +74,15 @@ describe.concurrent("sql and serve after npm start", () => {
 		const out = await serveUntilListening([]);
 		expect(out).toContain("reading the demo's folder data/demo (npm start)");
 		expect(out).toMatch(/chainlake API on http:\/\/127\.0\.0\.1:\d+: chains eip155-31337/);
+	});
+
+	it("serve with --data-dir given serves that folder, and says how to fill it when empty", async () => {
+		const empty = join(cwd, "empty");
+		await mkdir(empty);
+		const out = await serveUntilListening(["--data-dir", empty]);
+		expect(out).not.toContain("demo's folder");
+		expect(out).toContain("chains none yet");
+		expect(out).toContain(`no chain data under ${empty} yet: write some with npm run backfill`);
 	});
 
 	it("serve --follow writes to data/, never the demo's folder", async () => {
