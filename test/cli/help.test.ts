@@ -41,15 +41,18 @@ const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as
 const npmName = (script: string) =>
 	Object.entries(pkg.scripts).find(([, command]) => command.endsWith(`scripts/${script}`))?.[0];
 
+/** How a user types it: `npm start` is npm's own, the others are `npm run <name>`. */
+const typed = (name: string) => (name === "start" ? "npm start" : `npm run ${name}`);
+
 const DOCS = readFileSync(join(REPO_ROOT, "docs/cli.md"), "utf8");
 /** The part of docs/cli.md about one command: its own section, or its rows of the benchmarks' table. */
 function docSection(name: string): string {
-	const heading = DOCS.indexOf(`\n## \`npm run ${name}\``);
+	const heading = DOCS.indexOf(`\n## \`${typed(name)}\``);
 	if (heading >= 0) {
 		const end = DOCS.indexOf("\n## ", heading + 1);
 		return DOCS.slice(heading, end === -1 ? undefined : end);
 	}
-	const row = DOCS.indexOf(`| \`npm run ${name}\` |`);
+	const row = DOCS.indexOf(`| \`${typed(name)}\` |`);
 	if (row === -1) return "";
 	const end = DOCS.indexOf("| `npm run ", row + 1);
 	return DOCS.slice(row, end === -1 ? undefined : end);
@@ -94,7 +97,7 @@ describe("every command's --help and bad flags", () => {
 		const r = help.get(script) as CliResult;
 		expect(r.code, r.stderr).toBe(0);
 		expect(r.stderr).toBe("");
-		expect(r.stdout).toMatch(new RegExp(`^usage: npm run ${npmName(script)}\\b`));
+		expect(r.stdout).toMatch(new RegExp(`^usage: ${typed(npmName(script) as string)}\\b`));
 		const flags = acceptedFlags(script);
 		// The parser of a command with flags was found (a changed declaration style would hide them).
 		if (script !== "data-readme.ts") expect(flags.length, script).toBeGreaterThan(0);
@@ -104,7 +107,7 @@ describe("every command's --help and bad flags", () => {
 
 	it.each(SCRIPTS)("%s: every flag is in docs/cli.md", (script) => {
 		const section = docSection(npmName(script) as string);
-		expect(section, `docs/cli.md has no section for npm run ${npmName(script)}`).not.toBe("");
+		expect(section, `docs/cli.md has no section for ${typed(npmName(script) as string)}`).not.toBe("");
 		for (const flag of acceptedFlags(script)) expect(mentions(section, flag), `${script} ${flag}`).toBe(true);
 	});
 
