@@ -14,19 +14,25 @@ import { DATASETS } from "../src/extract/rows.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { datasetDir } from "../src/store/layout.js";
 import { parseChainId } from "../src/util/chain.js";
+import { flagUsage, startCli } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";
 import { generateActivity } from "../src/workload/activity.js";
 import { startAnvil } from "../src/workload/anvil.js";
 import { runWorkload } from "../src/workload/run.js";
 import { folderBytes } from "./bench/measure.js";
 
+const options = {
+	blocks: { type: "string", default: "300" },
+	txs: { type: "string", default: "20" },
+	// Blocks per file: small values make many small chunks (as the follower's head files are).
+	"partition-size": { type: "string", default: "1000" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		blocks: { type: "string", default: "300" },
-		txs: { type: "string", default: "20" },
-		// Blocks per file: small values make many small chunks (as the follower's head files are).
-		"partition-size": { type: "string", default: "1000" },
-	},
+	args: startCli({
+		usage: flagUsage("npm run bench:backfill -- [--blocks 300] [--txs 20] [--partition-size 1000]", options),
+	}),
+	options,
 });
 // A block gas limit that holds `--txs` transactions of the activity's 500,000 gas each (anvil's
 // default 30M holds 60), so each activity block carries exactly that many.
