@@ -34,20 +34,29 @@ import { DATASETS } from "../src/extract/rows.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { datasetDir } from "../src/store/layout.js";
 import { parseChainId } from "../src/util/chain.js";
+import { flagUsage, startCli } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";
 import { generateActivity, rpcBatch } from "../src/workload/activity.js";
 import { startAnvil } from "../src/workload/anvil.js";
 import { runWorkload } from "../src/workload/run.js";
 import { folderBytes } from "./bench/measure.js";
 
+const options = {
+	blocks: { type: "string", default: "2000" },
+	txs: { type: "string", default: "150" },
+	templates: { type: "string", default: "20" },
+	"partition-size": { type: "string", default: "1000" },
+	concurrency: { type: "string", default: "8" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		blocks: { type: "string", default: "2000" },
-		txs: { type: "string", default: "150" },
-		templates: { type: "string", default: "20" },
-		"partition-size": { type: "string", default: "1000" },
-		concurrency: { type: "string", default: "8" },
-	},
+	args: startCli({
+		usage: flagUsage(
+			"npm run bench:pipeline -- [--blocks 2000] [--txs 150] [--templates 20] [--partition-size 1000] [--concurrency 8]",
+			options,
+		),
+	}),
+	options,
 });
 const BLOCKS = Number(values.blocks);
 const TXS = Number(values.txs);

@@ -2,7 +2,7 @@
  * Every command in scripts/, as a real process: `--help` prints a usage naming every flag its
  * parser accepts and exits 0; an unknown flag exits 2 with one line and the usage, no stack. The
  * flags are read from the script's own parseArgs options (and the shared option sets it spreads
- * in), so a flag added without a word in the usage, or in docs/cli.md, fails here.
+ * in), so a flag added without a word in the usage, or in README's Command-line reference, fails here.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -44,12 +44,15 @@ const npmName = (script: string) =>
 /** How a user types it: `npm start` is npm's own, the others are `npm run <name>`. */
 const typed = (name: string) => (name === "start" ? "npm start" : `npm run ${name}`);
 
-const DOCS = readFileSync(join(REPO_ROOT, "docs/cli.md"), "utf8");
-/** The part of docs/cli.md about one command: its own section, or its rows of the benchmarks' table. */
+/** README's "Command-line reference": from its heading to the next section of README. */
+const README = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+const refStart = README.indexOf("\n### Command-line reference");
+const DOCS = README.slice(refStart, README.indexOf("\n### ", refStart + 1));
+/** The part of README's reference about one command: its own section, or its rows of the benchmarks' table. */
 function docSection(name: string): string {
-	const heading = DOCS.indexOf(`\n## \`${typed(name)}\``);
+	const heading = DOCS.indexOf(`\n#### \`${typed(name)}\``);
 	if (heading >= 0) {
-		const end = DOCS.indexOf("\n## ", heading + 1);
+		const end = DOCS.indexOf("\n#### ", heading + 1);
 		return DOCS.slice(heading, end === -1 ? undefined : end);
 	}
 	const row = DOCS.indexOf(`| \`${typed(name)}\` |`);
@@ -105,9 +108,11 @@ describe("every command's --help and bad flags", () => {
 			expect(mentions(r.stdout, flag), `${script} ${flag}`).toBe(true);
 	});
 
-	it.each(SCRIPTS)("%s: every flag is in docs/cli.md", (script) => {
+	it.each(SCRIPTS)("%s: every flag is in README's Command-line reference", (script) => {
 		const section = docSection(npmName(script) as string);
-		expect(section, `docs/cli.md has no section for ${typed(npmName(script) as string)}`).not.toBe("");
+		expect(section, `README's Command-line reference has no section for ${typed(npmName(script) as string)}`).not.toBe(
+			"",
+		);
 		for (const flag of acceptedFlags(script)) expect(mentions(section, flag), `${script} ${flag}`).toBe(true);
 	});
 
