@@ -13,17 +13,21 @@ import { createBackfill } from "../src/backfill/backfill.js";
 import { createStore } from "../src/query/store.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { parseChainId } from "../src/util/chain.js";
+import { flagUsage, startCli } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";
 import { generateActivity } from "../src/workload/activity.js";
 import { startAnvil } from "../src/workload/anvil.js";
 import { runWorkload } from "../src/workload/run.js";
 
+const options = {
+	blocks: { type: "string", default: "300" },
+	txs: { type: "string", default: "20" },
+	n: { type: "string", default: "200" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		blocks: { type: "string", default: "300" },
-		txs: { type: "string", default: "20" },
-		n: { type: "string", default: "200" },
-	},
+	args: startCli({ usage: flagUsage("npm run bench:api -- [--blocks 300] [--txs 20] [--n 200]", options) }),
+	options,
 });
 const KEY = "bench-key";
 const anvil = await startAnvil({ chainId: 31337 });

@@ -11,21 +11,26 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { readManifestSafe } from "../src/store/manifest.js";
 import { type SynthTargets, targetsPath } from "../src/synth/targets.js";
+import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { fmt, timeCalls } from "./bench/measure.js";
 import { startPostgres } from "./bench/postgres.js";
 
+const options = {
+	"data-dir": { type: "string" },
+	chain: { type: "string", default: "eip155-1" },
+	n: { type: "string", default: "20" },
+	port: { type: "string", default: "55432" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		"data-dir": { type: "string" },
-		chain: { type: "string", default: "eip155-1" },
-		n: { type: "string", default: "20" },
-		port: { type: "string", default: "55432" },
-	},
+	args: startCli({
+		usage: flagUsage("npm run bench:balances-pg -- --data-dir <synth folder> [--n 20] [--port 55432]", options),
+	}),
+	options,
 });
 const dataDir = values["data-dir"];
 if (!dataDir) {
-	process.stderr.write("usage: npm run bench:balances-pg -- --data-dir <synth folder> [--n 20]\n");
-	process.exit(2);
+	usageError("--data-dir is required: a synthetic chain (npm run synth)");
 }
 const chain = values.chain as string;
 const n = Number(values.n);

@@ -16,20 +16,25 @@ import { tokenHolders } from "../src/query/holders.js";
 import { nftHoldings } from "../src/query/nfts.js";
 import { createStore, type Snapshot } from "../src/query/store.js";
 import { type SynthTargets, targetsPath } from "../src/synth/targets.js";
+import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { fmt, timeCalls } from "./bench/measure.js";
 
+const options = {
+	"data-dir": { type: "string" },
+	chain: { type: "string", default: "eip155-1" },
+	n: { type: "string", default: "30" },
+	only: { type: "string" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		"data-dir": { type: "string" },
-		chain: { type: "string", default: "eip155-1" },
-		n: { type: "string", default: "30" },
-		only: { type: "string" },
-	},
+	args: startCli({
+		usage: flagUsage("npm run bench:balances -- --data-dir <synth folder> [--n 30] [--only <case>]", options),
+	}),
+	options,
 });
 const dataDir = values["data-dir"];
 if (!dataDir) {
-	process.stderr.write("usage: npm run bench:balances -- --data-dir <synth folder> [--n 30]\n");
-	process.exit(2);
+	usageError("--data-dir is required: a synthetic chain (npm run synth)");
 }
 const chain = values.chain as string;
 const n = Number(values.n);

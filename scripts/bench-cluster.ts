@@ -13,22 +13,30 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { SynthTargets } from "../src/synth/targets.js";
 import { targetsPath } from "../src/synth/targets.js";
+import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { type LoadResult, runLoad } from "./load/load.js";
 import { mixedPaths } from "./load/requests.js";
 
+const options = {
+	"data-dir": { type: "string" },
+	chain: { type: "string", default: "eip155-1" },
+	seconds: { type: "string", default: "20" },
+	connections: { type: "string", default: "32" },
+	keys: { type: "string", default: "8" },
+	port: { type: "string", default: "28080" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		"data-dir": { type: "string" },
-		chain: { type: "string", default: "eip155-1" },
-		seconds: { type: "string", default: "20" },
-		connections: { type: "string", default: "32" },
-		keys: { type: "string", default: "8" },
-		port: { type: "string", default: "28080" },
-	},
+	args: startCli({
+		usage: flagUsage(
+			"npm run bench:cluster -- --data-dir <synth folder> [--seconds 20] [--connections 32] [--keys 8]",
+			options,
+		),
+	}),
+	options,
 });
 if (!values["data-dir"]) {
-	process.stderr.write("usage: npm run bench:cluster -- --data-dir <synth folder> [--seconds 20] [--connections 32]\n");
-	process.exit(2);
+	usageError("--data-dir is required: a synthetic chain (npm run synth)");
 }
 const dataDir = values["data-dir"];
 const chain = values.chain as string;

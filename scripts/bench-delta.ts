@@ -12,17 +12,21 @@ import { parseArgs } from "node:util";
 import { createBackfill } from "../src/backfill/backfill.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { parseChainId } from "../src/util/chain.js";
+import { flagUsage, startCli } from "../src/util/cli.js";
 import { createMemoryLogger } from "../src/util/logger.js";
 import { generateActivity } from "../src/workload/activity.js";
 import { startAnvil } from "../src/workload/anvil.js";
 import { runWorkload } from "../src/workload/run.js";
 
+const options = {
+	blocks: { type: "string", default: "60" },
+	txs: { type: "string", default: "6" },
+	rounds: { type: "string", default: "2" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		blocks: { type: "string", default: "60" },
-		txs: { type: "string", default: "6" },
-		rounds: { type: "string", default: "2" },
-	},
+	args: startCli({ usage: flagUsage("npm run bench:delta -- [--blocks 60] [--txs 6] [--rounds 2]", options) }),
+	options,
 });
 
 /** Bytes under a folder: [data files outside logs, files inside _delta_log, commit files]. */

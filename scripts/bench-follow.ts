@@ -22,20 +22,24 @@ import { createStore } from "../src/query/store.js";
 import { manifestPath } from "../src/store/layout.js";
 import type { Manifest } from "../src/store/manifest.js";
 import { unsettledChunks } from "../src/store/runs.js";
+import { flagUsage, startCli } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";
 import { startAnvil } from "../src/workload/anvil.js";
 import { runWorkload } from "../src/workload/run.js";
 
 const ERC20 = parseAbi(["function transfer(address, uint256) returns (bool)"]);
 
+const options = {
+	blocks: { type: "string", default: "60" },
+	"poll-ms": { type: "string", default: "250" },
+	tokens: { type: "boolean", default: false },
+	"partition-size": { type: "string" },
+	"finality-depth": { type: "string" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		blocks: { type: "string", default: "60" },
-		"poll-ms": { type: "string", default: "250" },
-		tokens: { type: "boolean", default: false },
-		"partition-size": { type: "string" },
-		"finality-depth": { type: "string" },
-	},
+	args: startCli({ usage: flagUsage("npm run bench:follow -- [--blocks 60] [--poll-ms 250] [--tokens]", options) }),
+	options,
 });
 const anvil = await startAnvil({ chainId: 31337 });
 const workload = values.tokens ? await runWorkload({ rpcUrl: anvil.url }) : null;

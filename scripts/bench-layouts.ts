@@ -11,25 +11,30 @@ import { parseArgs } from "node:util";
 import type { SynthTargets } from "../src/synth/targets.js";
 import { targetsPath } from "../src/synth/targets.js";
 import { parseChainId } from "../src/util/chain.js";
+import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { benchCases } from "./bench/cases.js";
 import { fmt, summarise } from "./bench/measure.js";
 import { startService } from "./bench/server.js";
 import { runLoad } from "./load/load.js";
 import { mixedPaths } from "./load/requests.js";
 
+const options = {
+	a: { type: "string" },
+	b: { type: "string" },
+	n: { type: "string", default: "60" },
+	"load-seconds": { type: "string", default: "10" },
+	connections: { type: "string", default: "16" },
+	port: { type: "string", default: "18090" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		a: { type: "string" },
-		b: { type: "string" },
-		n: { type: "string", default: "60" },
-		"load-seconds": { type: "string", default: "10" },
-		connections: { type: "string", default: "16" },
-		port: { type: "string", default: "18090" },
-	},
+	args: startCli({
+		usage: flagUsage("npm run bench:layouts -- --a <data dir> --b <data dir> [--n 60] [--load-seconds 10]", options),
+	}),
+	options,
 });
 if (!values.a || !values.b) {
-	process.stderr.write("usage: npm run bench:layouts -- --a <data dir> --b <data dir> [--n 60] [--load-seconds 10]\n");
-	process.exit(2);
+	usageError("--a and --b are required: two folders of the same synthetic chain");
 }
 const KEY = "bench-key-0123456789";
 const chain = parseChainId("eip155-1");

@@ -21,19 +21,24 @@ import { createPublisher } from "../src/remote/publisher.js";
 import { openRemoteLake } from "../src/remote/remote-lake.js";
 import type { SynthTargets } from "../src/synth/targets.js";
 import { targetsPath } from "../src/synth/targets.js";
+import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { mixedPaths } from "./load/requests.js";
 
+const options = {
+	"data-dir": { type: "string" },
+	"work-dir": { type: "string", default: "/tmp/chainlake-bench-s3" },
+	chain: { type: "string", default: "eip155-1" },
+	rounds: { type: "string", default: "2" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		"data-dir": { type: "string" },
-		"work-dir": { type: "string", default: "/tmp/chainlake-bench-s3" },
-		chain: { type: "string", default: "eip155-1" },
-		rounds: { type: "string", default: "2" },
-	},
+	args: startCli({
+		usage: flagUsage("npm run bench:s3 -- --data-dir <synth folder> [--work-dir <folder>] [--rounds 2]", options),
+	}),
+	options,
 });
 if (!values["data-dir"]) {
-	process.stderr.write("usage: npm run bench:s3 -- --data-dir <synth folder> [--work-dir /tmp/chainlake-bench-s3]\n");
-	process.exit(2);
+	usageError("--data-dir is required: a synthetic chain (npm run synth)");
 }
 const dataDir = values["data-dir"];
 const chain = values.chain as string;

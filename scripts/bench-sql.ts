@@ -15,18 +15,21 @@ import { createKeyring } from "../src/api/keys.js";
 import { createStore } from "../src/query/store.js";
 import { datasetViews } from "../src/query/views.js";
 import { readManifestSafe } from "../src/store/manifest.js";
+import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { fmt, summarise } from "./bench/measure.js";
 
+const options = {
+	"data-dir": { type: "string" },
+	chain: { type: "string", default: "eip155-1" },
+	n: { type: "string", default: "20" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		"data-dir": { type: "string" },
-		chain: { type: "string", default: "eip155-1" },
-		n: { type: "string", default: "20" },
-	},
+	args: startCli({ usage: flagUsage("npm run bench:sql -- --data-dir <lake> [--chain eip155-1] [--n 20]", options) }),
+	options,
 });
 if (!values["data-dir"]) {
-	process.stderr.write("--data-dir is needed: a lake, e.g. one npm run synth -- --scale M wrote\n");
-	process.exit(2);
+	usageError("--data-dir is needed: a lake, e.g. one npm run synth -- --scale M wrote");
 }
 const dataDir = realpathSync(values["data-dir"]);
 const chain = values.chain as string;

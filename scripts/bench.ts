@@ -21,6 +21,7 @@ import { SCALES, type ScaleName } from "../src/synth/scales.js";
 import { writeSynthChain } from "../src/synth/synth.js";
 import { computeTargets, type SynthTargets, saveTargets, targetsPath } from "../src/synth/targets.js";
 import { parseChainId } from "../src/util/chain.js";
+import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { measureBackfillOverhead } from "./bench/backfill-overhead.js";
 import { benchCases } from "./bench/cases.js";
 import { fmt, type Latency, timeCalls } from "./bench/measure.js";
@@ -29,24 +30,26 @@ import { assertPortFree, startService } from "./bench/server.js";
 import { runLoad } from "./load/load.js";
 import { mixedPaths } from "./load/requests.js";
 
+const options = {
+	scale: { type: "string", default: "S" },
+	"data-dir": { type: "string" },
+	n: { type: "string", default: "100" },
+	duration: { type: "string", default: "20" },
+	connections: { type: "string", default: "16" },
+	"no-postgres": { type: "boolean", default: false },
+	"no-backfill": { type: "boolean", default: false },
+	"backfill-blocks": { type: "string", default: "300" },
+	port: { type: "string", default: "18080" },
+	out: { type: "string" },
+} as const;
+// --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
-	options: {
-		scale: { type: "string", default: "S" },
-		"data-dir": { type: "string" },
-		n: { type: "string", default: "100" },
-		duration: { type: "string", default: "20" },
-		connections: { type: "string", default: "16" },
-		"no-postgres": { type: "boolean", default: false },
-		"no-backfill": { type: "boolean", default: false },
-		"backfill-blocks": { type: "string", default: "300" },
-		port: { type: "string", default: "18080" },
-		out: { type: "string" },
-	},
+	args: startCli({ usage: flagUsage("npm run bench -- --scale S|M|L [flags]", options) }),
+	options,
 });
 const scaleName = values.scale as ScaleName;
 if (!(scaleName in SCALES)) {
-	process.stderr.write(`error: --scale must be one of ${Object.keys(SCALES).join(", ")}\n`);
-	process.exit(2);
+	usageError(`--scale must be one of ${Object.keys(SCALES).join(", ")}`);
 }
 const KEY = "bench-key-0123456789";
 const chain = parseChainId("eip155-1");

@@ -17,8 +17,26 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { haproxyConfig } from "../src/cluster/haproxy-config.js";
 import { DEFAULT_MEMORY_LIMIT } from "../src/query/store.js";
+import { startCli, usageError } from "../src/util/cli.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
 
+const USAGE = `usage: npm run cluster -- [--processes 2] [--follow eip155-<n>=<rpc url> ...] [--data-dir data] [--port 8080] [flags]
+  --processes <n>         API processes (npm run serve) behind HAProxy (default 2)
+  --port <n>              HAProxy's port; the API processes take port+1..port+N (default 8080)
+  --host <addr>           HAProxy's address (default 127.0.0.1)
+  --data-dir <dir>        the lake's folder, shared by all (CHAINLAKE_DATA_DIR; default data)
+  --follow <chain>=<url>  start a writer (npm run follow) for this chain (repeatable)
+  --status-port <n>       the writer's status port (default port+100)
+  --finality-depth <n>    passed to the writer (its default 12)
+  --poll-ms <n>           passed to the writer (its default 1000)
+  --partition-size <n>    passed to the writer (its default 1000)
+  --memory-limit <size>   each API process's DuckDB memory (default ${DEFAULT_MEMORY_LIMIT})
+  --threads <n>           each API process's DuckDB threads (serve's default 2)
+  --rate-limit <n>        passed to the API processes (serve's default 50)
+  --query-timeout-ms <n>  passed to the API processes (serve's default 10000)
+  --haproxy <path>        the HAProxy binary (default haproxy, Debian's package)`;
+
+const argv = startCli({ usage: USAGE });
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const options = {
 	processes: { type: "string", default: "2" },
@@ -36,23 +54,13 @@ const options = {
 	threads: { type: "string" },
 	haproxy: { type: "string", default: "haproxy" },
 } as const;
-let values: ReturnType<typeof parseArgs<{ options: typeof options }>>["values"];
-try {
-	({ values } = parseArgs({ options }));
-} catch (err) {
-	process.stderr.write(`${(err as Error).message}\n`);
-	process.exit(2);
-}
+const { values } = parseArgs({ args: argv, options });
 const processes = Number(values.processes);
 const port = Number(values.port);
-if (!Number.isInteger(processes) || processes < 1 || processes > 64) {
-	process.stderr.write(`--processes must be a whole number from 1 to 64, got ${values.processes}\n`);
-	process.exit(2);
-}
-if (!Number.isInteger(port) || port < 1 || port + Math.max(processes, 100) > 65535) {
-	process.stderr.write(`--port must leave room for the API processes after it (1-65435), got ${values.port}\n`);
-	process.exit(2);
-}
+if (!Number.isInteger(processes) || processes < 1 || processes > 64)
+	usageError(`--processes must be a whole number from 1 to 64, got ${values.processes}`);
+if (!Number.isInteger(port) || port < 1 || port + Math.max(processes, 100) > 65535)
+	usageError(`--port must leave room for the API processes after it (1-65435), got ${values.port}`);
 const host = values.host as string;
 const dataDir = values["data-dir"] as string;
 /** `--name value` for each option given. */
@@ -69,7 +77,12 @@ function start(name: string, command: string, args: readonly string[]) {
 	child.stdout?.on("data", (c: Buffer) => prefix(c, process.stdout));
 	child.stderr?.on("data", (c: Buffer) => prefix(c, process.stderr));
 	child.on("error", (err) => {
-		process.stderr.write(`[${name}] could not start ${command}: ${err.message}\n`);
+		// The one program of the cluster not from npm: say how to get it.
+		const hint =
+			(err as NodeJS.ErrnoException).code === "ENOENT"
+				? ": install it (apt-get install haproxy) or name it with --haproxy <path>"
+				: "";
+		process.stderr.write(`[${name}] could not start ${command}: ${err.message}${hint}\n`);
 		void stopAll(1);
 	});
 	child.on("exit", (code, signal) => {

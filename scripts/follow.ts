@@ -1,6 +1,6 @@
 /**
  * `npm run follow -- --follow eip155-1=<rpc url> [--data-dir data] [--finality-depth 12] [--poll-ms 1000]
- *  [--partition-size 1000] [--delete-grace-ms 30000] [--delta on|off] [--delta-retention-minutes 360]
+ *  [--partition-size 1000] [--delete-grace-ms 300000] [--delta on|off] [--delta-retention-minutes 360]
  *  [--delta-final-only false|true] [--from <n>] [--verbose]`:
  * tails chains' heads into the data folder, apart from the API (which sees new blocks on its next request).
  * Each node's chain id is checked first: a node of another chain than its --follow names is
@@ -26,11 +26,33 @@ import { checkFollowChains, parseFollowSpec, startFollowers } from "../src/follo
 import { startStatusServer } from "../src/follow/status-server.js";
 import { openBucket } from "../src/remote/bucket.js";
 import { startPublishing } from "../src/remote/publisher.js";
-import { LAKE_FLAG_OPTIONS, lakeFlags } from "../src/store/delta/lake-flags.js";
+import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../src/store/delta/lake-flags.js";
+import { ensureWritableFolder, startCli, usageError, userInput } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
 
+const USAGE = `usage: npm run follow -- --follow eip155-<n>=<rpc url> [--follow ...] [flags]
+  --follow <chain>=<url>       a chain to follow and its node (repeatable; several URLs comma-separated)
+  --data-dir <dir>             the lake's folder (CHAINLAKE_DATA_DIR; default data)
+  --finality-depth <n>         blocks below the head taken as final (default 12)
+  --poll-ms <n>                ms between polls of the node (default 1000)
+  --partition-size <n>         blocks per settled chunk (default 1000)
+  --delete-grace-ms <n>        how long replaced files stay for readers still on them (default ${DEFAULT_DELETE_GRACE_MS})
+  --status-port <n>            serve /healthz, /readyz and /metrics on this port (CHAINLAKE_STATUS_PORT; default off)
+  --publish-to s3://b/prefix   publish the chains to a bucket after each step (CHAINLAKE_PUBLISH_TO)
+  --s3-endpoint <url>          an S3-compatible server (AWS_ENDPOINT_URL)
+  --from <n>                   where a chain folder with no blocks yet starts (default 0); ignored once it holds blocks
+  --verbose                    debug lines too
+  ${LAKE_USAGE}
+                               the Delta Lake export (README "Reading the lake from other engines")`;
+
+const argv = startCli({
+	usage: USAGE,
+	dataDir: () => values["data-dir"],
+	portFlag: "--status-port (or CHAINLAKE_STATUS_PORT)",
+});
 const { values } = parseArgs({
+	args: argv,
 	options: {
 		"data-dir": { type: "string", default: process.env.CHAINLAKE_DATA_DIR ?? "data" },
 		follow: { type: "string", multiple: true },
@@ -46,27 +68,23 @@ const { values } = parseArgs({
 		...LAKE_FLAG_OPTIONS,
 	},
 });
-if (!values.follow?.length) {
-	process.stderr.write("usage: npm run follow -- --follow eip155-<n>=<rpc url> [--follow ...] [--data-dir data]\n");
-	process.exit(2);
-}
+if (!values.follow?.length) usageError(`--follow is required\n${USAGE}`);
 const statusPort = values["status-port"] ? Number(values["status-port"]) : null;
-if (statusPort !== null && !(Number.isInteger(statusPort) && statusPort >= 0 && statusPort <= 65535)) {
-	process.stderr.write(`--status-port must be a port number (0-65535), got ${values["status-port"]}\n`);
-	process.exit(2);
-}
+if (statusPort !== null && !(Number.isInteger(statusPort) && statusPort >= 0 && statusPort <= 65535))
+	usageError(`--status-port must be a port number (0-65535), got ${values["status-port"]}`);
 const from = values.from === undefined ? undefined : Number(values.from);
-if (from !== undefined && !(/^\d+$/.test(values.from as string) && Number.isSafeInteger(from))) {
-	process.stderr.write(`--from must be a block number (0 or more), got ${values.from}\n`);
-	process.exit(2);
-}
+if (from !== undefined && !(/^\d+$/.test(values.from as string) && Number.isSafeInteger(from)))
+	usageError(`--from must be a block number (0 or more), got ${values.from}`);
 const logger = createLogger({ verbose: values.verbose });
-let follow: ReturnType<typeof startFollowers>;
-try {
+// The follower meets an unwritable folder only inside its retry loop: say so now instead.
+ensureWritableFolder(values["data-dir"] as string);
+const follows = values.follow;
+const specs = userInput(() => follows.map(parseFollowSpec));
+// Each node's chain id before anything is written: a node of another chain is refused in one line.
+await checkFollowChains(specs, logger);
+const follow = userInput(() => {
 	const lake = lakeFlags(values);
-	const specs = values.follow.map(parseFollowSpec);
-	await checkFollowChains(specs, logger);
-	follow = startFollowers(specs, {
+	return startFollowers(specs, {
 		startBlock: from,
 		dataDir: values["data-dir"] as string,
 		logger,
@@ -76,28 +94,22 @@ try {
 		deleteGraceMs: Number(values["delete-grace-ms"]),
 		lake,
 	});
-} catch (err) {
-	process.stderr.write(`${(err as Error).message}\n`);
-	process.exit(2);
-}
+});
 let publishing: ReturnType<typeof startPublishing> | undefined;
 if (values["publish-to"]) {
-	try {
+	publishing = userInput(() => {
 		const bucket = openBucket(values["publish-to"], { endpoint: values["s3-endpoint"] || undefined });
-		publishing = startPublishing(
+		return startPublishing(
 			bucket,
 			values["data-dir"] as string,
-			values.follow.map((f) => parseFollowSpec(f).chain),
+			follows.map((f) => parseFollowSpec(f).chain),
 			{
 				intervalMs: Number(values["poll-ms"]),
 				logger,
 				writes: (chain) => follow.sources.get(chain)?.stats.standby == null,
 			},
 		);
-	} catch (err) {
-		process.stderr.write(`${(err as Error).message}\n`);
-		process.exit(2);
-	}
+	});
 }
 const status = statusPort === null ? null : await startStatusServer(follow.sources, statusPort);
 if (status) logger.info(`follower status on ${status.address}/readyz and /metrics`);

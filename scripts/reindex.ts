@@ -7,53 +7,49 @@
  * files into runs (src/store/runs.ts) and their dataset files into larger chunks
  * (src/store/chunk-merges.ts).
  * Its saves bring the Delta Lake logs up to date too (src/store/delta/).
- * Resumable; stop the chain's backfill or follower first.
+ * Resumable; stop the chain's backfill or follower first. Failures (a damaged manifest, a held
+ * lock, a bad chain id) go through src/util/cli.ts: the message says what to do; no stack.
  */
 import { parseArgs } from "node:util";
 import { chainsIn } from "../src/query/views.js";
-import { LAKE_FLAG_OPTIONS, lakeFlags } from "../src/store/delta/lake-flags.js";
+import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../src/store/delta/lake-flags.js";
 import { reindexChain } from "../src/store/reindex.js";
 import { parseChainId } from "../src/util/chain.js";
-import { ChainlakeError } from "../src/util/errors.js";
+import { startCli, usageError, userInput } from "../src/util/cli.js";
 
+const USAGE = `usage: npm run reindex -- [--data-dir data] [--chain eip155-<n> ...] [--compact-rows N] [delta flags]
+  --data-dir <dir>       the lake's folder (CHAINLAKE_DATA_DIR; default data)
+  --chain <chain>        a chain to reindex (repeatable; default every chain in the folder)
+  --compact-rows <n>     rows a merged chunk may reach (default the chain's setting)
+  ${LAKE_USAGE}
+                         the Delta Lake export (README "Reading the lake from other engines")`;
+
+const argv = startCli({ usage: USAGE, dataDir: () => values["data-dir"] });
 const { values } = parseArgs({
+	args: argv,
 	options: {
-		"data-dir": { type: "string", default: "data" },
+		"data-dir": { type: "string", default: process.env.CHAINLAKE_DATA_DIR || "data" },
 		chain: { type: "string", multiple: true },
 		"compact-rows": { type: "string" },
 		...LAKE_FLAG_OPTIONS,
 	},
 });
 const compactRows = values["compact-rows"] === undefined ? undefined : Number(values["compact-rows"]);
-if (compactRows !== undefined && (!Number.isSafeInteger(compactRows) || compactRows < 1)) {
-	process.stderr.write(`error: --compact-rows must be a positive integer, not ${values["compact-rows"]}\n`);
-	process.exit(2);
-}
-let lake: ReturnType<typeof lakeFlags>;
-try {
-	lake = lakeFlags(values);
-} catch (err) {
-	process.stderr.write(`error: ${(err as Error).message}\n`);
-	process.exit(2);
-}
+if (compactRows !== undefined && (!Number.isSafeInteger(compactRows) || compactRows < 1))
+	usageError(`--compact-rows must be a positive integer, not ${values["compact-rows"]}`);
+const lake = userInput(() => lakeFlags(values));
 const dataDir = values["data-dir"] as string;
 const chains = values.chain ?? chainsIn(dataDir);
-try {
-	for (const id of chains) {
-		const started = performance.now();
-		const n = await reindexChain(
-			dataDir,
-			parseChainId(id),
-			(from, to) => process.stderr.write(`${id}: indexed blocks ${from}..${to}\n`),
-			compactRows,
-			(what) => process.stderr.write(`${id}: signed column types for ${what}\n`),
-			lake,
-		);
-		process.stdout.write(`${id}: ${n} chunks indexed in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
-	}
-} catch (err) {
-	// A damaged manifest, a held lock, a bad chain id: the message says what to do; no stack.
-	if (!(err instanceof ChainlakeError)) throw err;
-	process.stderr.write(`error [${err.code}]: ${err.message}\n`);
-	process.exit(1);
+if (chains.length === 0) usageError(`${dataDir} holds no chain folder (eip155-<n>): check --data-dir`);
+for (const id of chains) {
+	const started = performance.now();
+	const n = await reindexChain(
+		dataDir,
+		parseChainId(id),
+		(from, to) => process.stderr.write(`${id}: indexed blocks ${from}..${to}\n`),
+		compactRows,
+		(what) => process.stderr.write(`${id}: signed column types for ${what}\n`),
+		lake,
+	);
+	process.stdout.write(`${id}: ${n} chunks indexed in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 }

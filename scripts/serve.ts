@@ -1,43 +1,63 @@
 /**
- * `npm run serve -- --data-dir data --port 8080 [--follow eip155-1=<rpc url> ...]`: the HTTP API
- * over the Parquet files, optionally following chains' heads in the same process (see README).
- * `--rate-limit <n>` / `--rate-burst <n>` (CHAINLAKE_RATE_LIMIT / CHAINLAKE_RATE_BURST): requests
- * per second per API key, default 50, 0 = off, and the burst, default twice the rate;
- * `--max-response-mb <n>` (CHAINLAKE_MAX_RESPONSE_MB): the largest list answer, default 32;
- * `--query-timeout-ms <n>` (CHAINLAKE_QUERY_TIMEOUT_MS): DuckDB time one request may use before
- * it is cut with 503 QUERY_TIMEOUT, default 10000;
- * `--memory-limit <size>` (CHAINLAKE_MEMORY_LIMIT): DuckDB's memory for this process, default 2GB
- * (several API processes on one machine: give each its share); `--threads <n>` (CHAINLAKE_THREADS):
- * DuckDB's threads, default 2 (the same).
- * `--follow` on several processes over one folder: one writes, the others stand by (README "Scaling out").
- * `--data-url s3://bucket/prefix` (CHAINLAKE_DATA_URL): read a lake a writer publishes to a bucket
- * instead of a folder, keeping the files queries touch in `--cache-dir` (default .chainlake-cache)
- * up to `--cache-size` (default 10GB), the manifests fetched every `--poll-ms`; `--s3-endpoint`
- * (or AWS_ENDPOINT_URL) for an S3-compatible server. `--publish-to s3://bucket/prefix` with
- * --follow: publish the followed chains there (README "The lake on object storage").
- * `--sql` (CHAINLAKE_SQL=1): turn on POST /{chain}/v1/sql, with `--sql-timeout-ms` (default the
- * query budget), `--sql-memory` (512MB per statement), `--sql-max-rows` (100000),
- * `--sql-max-length` (16384 characters) and `--sql-concurrency` (1) (README "SQL over HTTP").
- * Deadlines for slow clients are buildApp's defaults (src/api/server-timeouts.ts).
+ * `npm run serve`: the HTTP API over the Parquet files, optionally following chains' heads in the
+ * same process (see README); USAGE below lists every flag. `--follow` on several processes over
+ * one folder: one writes, the others stand by (README "Scaling out"); `--data-url` reads a lake a
+ * writer publishes to a bucket (README "The lake on object storage"); `--sql` turns on the SQL
+ * endpoint (README "SQL over HTTP"). Deadlines for slow clients are buildApp's defaults
+ * (src/api/server-timeouts.ts). Failures go through the CLIs' one error path (src/util/cli.ts).
  */
 import { parseArgs } from "node:util";
 import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
 import { keysPath } from "../src/api/keys-path.js";
-import { parseRateLimit, type RateLimitOptions } from "../src/api/rate-limit.js";
+import { parseRateLimit } from "../src/api/rate-limit.js";
 import { SQL_FLAG_OPTIONS, sqlFlags } from "../src/api/sql-flags.js";
-import { parseFollowSpec, startFollowers } from "../src/follow/followers.js";
+import { checkFollowChains, parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { createStore, DEFAULT_MEMORY_LIMIT, DEFAULT_QUERY_TIMEOUT_MS, parseMemoryLimit } from "../src/query/store.js";
 import { openBucket, parseBucketUrl } from "../src/remote/bucket.js";
 import { parseCacheSize } from "../src/remote/file-cache.js";
 import { startPublishing } from "../src/remote/publisher.js";
 import { openRemoteLake } from "../src/remote/remote-lake.js";
-import { LAKE_FLAG_OPTIONS, lakeFlags } from "../src/store/delta/lake-flags.js";
+import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../src/store/delta/lake-flags.js";
+import { ensureWritableFolder, readFolder, startCli, usageError, userInput } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
 
+const USAGE = `usage: npm run serve -- [--data-dir data] [--port 8080] [--follow eip155-<n>=<rpc url> ...] [flags]
+  --data-dir <dir>          the lake's folder (CHAINLAKE_DATA_DIR; default data, or the demo's
+                            data/demo when data/ holds no chain and --follow is not given)
+  --port <n>                the port (PORT; default 8080; 0 picks a free one)
+  --host <addr>             the address to listen on (HOST; default 127.0.0.1)
+  --base-path <path>        a prefix for every route, behind a proxy (CHAINLAKE_BASE_PATH)
+  --keys-file <file>        the API keys (CHAINLAKE_KEYS_FILE; default <data-dir>/_keys.json);
+                            CHAINLAKE_API_KEYS adds keys, comma-separated
+  --follow <chain>=<url>    follow a chain's head in this process (repeatable; several URLs comma-separated)
+  --finality-depth <n>      with --follow: blocks below the head taken as final (default 12)
+  --poll-ms <n>             with --follow: ms between polls of the node, and of a bucket (default 1000)
+  --rate-limit <n>          requests per second per API key, 0 = off (CHAINLAKE_RATE_LIMIT; default 50)
+  --rate-burst <n>          requests a key may send at once (CHAINLAKE_RATE_BURST; default 2 x rate)
+  --max-response-mb <n>     the largest list answer in MiB (CHAINLAKE_MAX_RESPONSE_MB; default 32)
+  --query-timeout-ms <n>    DuckDB time per request before 503 QUERY_TIMEOUT (CHAINLAKE_QUERY_TIMEOUT_MS; default ${DEFAULT_QUERY_TIMEOUT_MS})
+  --memory-limit <size>     DuckDB's memory for this process (CHAINLAKE_MEMORY_LIMIT; default ${DEFAULT_MEMORY_LIMIT})
+  --threads <n>             DuckDB's threads (CHAINLAKE_THREADS; default 2)
+  --data-url s3://b/prefix  read a lake published to a bucket instead of a folder (CHAINLAKE_DATA_URL)
+  --cache-dir <dir>         with --data-url: where fetched files are kept (default .chainlake-cache)
+  --cache-size <size>       with --data-url: the cache's size (default 10GB)
+  --s3-endpoint <url>       an S3-compatible server (AWS_ENDPOINT_URL)
+  --publish-to s3://b/p     with --follow: publish the followed chains to a bucket
+  ${LAKE_USAGE}
+                            with --follow: the Delta Lake export (README "Reading the lake from other engines")
+  --sql                     turn on POST /{chain}/v1/sql (CHAINLAKE_SQL=1), with
+  --sql-timeout-ms <n>      a statement's time (CHAINLAKE_SQL_TIMEOUT_MS; default the query budget)
+  --sql-memory <size>       a statement's memory (CHAINLAKE_SQL_MEMORY; default 512MB)
+  --sql-max-rows <n>        rows per answer (CHAINLAKE_SQL_MAX_ROWS; default 100000)
+  --sql-max-length <n>      characters per statement (CHAINLAKE_SQL_MAX_LENGTH; default 16384)
+  --sql-concurrency <n>     statements at once (CHAINLAKE_SQL_CONCURRENCY; default 1)`;
+
+const argv = startCli({ usage: USAGE, dataDir: () => dataDir });
 const options = {
-	"data-dir": { type: "string", default: process.env.CHAINLAKE_DATA_DIR ?? "data" },
+	// No default here: readFolder tells "not given" from "given" (the demo folder fallback).
+	"data-dir": { type: "string" },
 	port: { type: "string", default: process.env.PORT ?? "8080" },
 	host: { type: "string", default: process.env.HOST ?? "127.0.0.1" },
 	"base-path": { type: "string", default: process.env.CHAINLAKE_BASE_PATH ?? "" },
@@ -65,101 +85,78 @@ const options = {
 	// POST /{chain}/v1/sql: off unless --sql or CHAINLAKE_SQL=1 (README "SQL over HTTP").
 	...SQL_FLAG_OPTIONS,
 } as const;
-let values: ReturnType<typeof parseArgs<{ options: typeof options }>>["values"];
-try {
-	({ values } = parseArgs({ options }));
-} catch (err) {
-	// An unknown flag, or a value that looks like a flag (--rate-limit -1: write --rate-limit=-1).
-	process.stderr.write(`${(err as Error).message}\n`);
-	process.exit(2);
-}
+// An unknown flag, or a value that looks like a flag (--rate-limit -1: write --rate-limit=-1): exit 2 with the usage.
+const { values } = parseArgs({ args: argv, options });
+const logger = createLogger({});
 const dataUrl = values["data-url"] as string;
-// Over a bucket, the local folder the store reads is the cache.
-const dataDir = dataUrl ? (values["cache-dir"] as string) : (values["data-dir"] as string);
-const fail = (message: string): never => {
-	process.stderr.write(`${message}\n`);
-	process.exit(2);
-};
+// Over a bucket, the local folder the store reads is the cache; a writer (--follow) never reads
+// the demo's folder in place of data/ (readFolder says why).
+const dataDir = dataUrl
+	? (values["cache-dir"] as string)
+	: values.follow?.length
+		? (values["data-dir"] ?? process.env.CHAINLAKE_DATA_DIR ?? "data")
+		: readFolder(values["data-dir"], logger.info);
 if (dataUrl && values.follow?.length)
-	fail("--data-url reads a lake another process writes: start the writer with npm run follow -- --publish-to <url>");
+	usageError(
+		"--data-url reads a lake another process writes: start the writer with npm run follow -- --publish-to <url>",
+	);
 if (values["publish-to"] && !values.follow?.length)
-	fail("--publish-to publishes the chains this process follows: add --follow");
+	usageError("--publish-to publishes the chains this process follows: add --follow");
 const cacheBytes =
 	parseCacheSize(values["cache-size"] as string) ??
-	fail(`--cache-size must be a size such as 512MB or 20GB, got ${values["cache-size"]}`);
-try {
+	usageError(`--cache-size must be a size such as 512MB or 20GB, got ${values["cache-size"]}`);
+userInput(() => {
 	for (const url of [dataUrl, values["publish-to"] as string]) if (url) parseBucketUrl(url);
-} catch (err) {
-	fail((err as Error).message);
-}
+});
 const port = Number(values.port);
-if (!Number.isInteger(port) || port < 0 || port > 65535) {
-	process.stderr.write(`--port must be a port number (0-65535), got ${values.port}\n`);
-	process.exit(2);
-}
-let rateLimit: RateLimitOptions;
-try {
-	rateLimit = parseRateLimit(values["rate-limit"], values["rate-burst"]);
-} catch (err) {
-	process.stderr.write(`${(err as Error).message}\n`);
-	process.exit(2);
-}
+if (!Number.isInteger(port) || port < 0 || port > 65535)
+	usageError(`--port must be a port number (0-65535), got ${values.port}`);
+const rateLimit = userInput(() => parseRateLimit(values["rate-limit"], values["rate-burst"]));
 const maxResponseMb = Number(values["max-response-mb"]);
-if (!Number.isFinite(maxResponseMb) || maxResponseMb <= 0) {
-	process.stderr.write(`--max-response-mb must be a size in MiB above 0, got ${values["max-response-mb"]}\n`);
-	process.exit(2);
-}
+if (!Number.isFinite(maxResponseMb) || maxResponseMb <= 0)
+	usageError(`--max-response-mb must be a size in MiB above 0, got ${values["max-response-mb"]}`);
 const queryTimeoutMs = Number(values["query-timeout-ms"]);
-if (!Number.isInteger(queryTimeoutMs) || queryTimeoutMs < 1 || queryTimeoutMs > 2 ** 31 - 1) {
-	process.stderr.write(
-		`--query-timeout-ms must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}, got ${values["query-timeout-ms"]}\n`,
+if (!Number.isInteger(queryTimeoutMs) || queryTimeoutMs < 1 || queryTimeoutMs > 2 ** 31 - 1)
+	usageError(
+		`--query-timeout-ms must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}, got ${values["query-timeout-ms"]}`,
 	);
-	process.exit(2);
-}
-const memoryLimit = parseMemoryLimit(values["memory-limit"] as string);
-if (memoryLimit === null) {
-	process.stderr.write(`--memory-limit must be a size such as 512MB or 2GB, got ${values["memory-limit"]}\n`);
-	process.exit(2);
-}
+const memoryLimit =
+	parseMemoryLimit(values["memory-limit"] as string) ??
+	usageError(`--memory-limit must be a size such as 512MB or 2GB, got ${values["memory-limit"]}`);
 const threads = Number(values.threads);
-if (!Number.isInteger(threads) || threads < 1 || threads > 256) {
-	process.stderr.write(`--threads must be a whole number from 1 to 256, got ${values.threads}\n`);
-	process.exit(2);
-}
-let sql: ReturnType<typeof sqlFlags>;
-try {
-	sql = sqlFlags(values, { timeoutMs: queryTimeoutMs, maxBytes: Math.round(maxResponseMb * 1024 * 1024), threads });
-	if (sql.enabled && dataUrl) throw new Error("--sql needs the lake's folder: it cannot be on with --data-url");
-} catch (err) {
-	process.stderr.write(`${(err as Error).message}\n`);
-	process.exit(2);
-}
-const logger = createLogger({});
-let keyring: ReturnType<typeof createKeyring>;
-try {
-	// Before anything starts: a damaged key file or a bad CHAINLAKE_API_KEYS entry stops the start.
-	keyring = createKeyring({
+if (!Number.isInteger(threads) || threads < 1 || threads > 256)
+	usageError(`--threads must be a whole number from 1 to 256, got ${values.threads}`);
+const sql = userInput(() => {
+	const flags = sqlFlags(values, {
+		timeoutMs: queryTimeoutMs,
+		maxBytes: Math.round(maxResponseMb * 1024 * 1024),
+		threads,
+	});
+	if (flags.enabled && dataUrl) throw new Error("--sql needs the lake's folder: it cannot be on with --data-url");
+	return flags;
+});
+// Before anything starts: a damaged key file or a bad CHAINLAKE_API_KEYS entry stops the start (exit 2).
+const keyring = userInput(() =>
+	createKeyring({
 		path: keysPath(dataDir, values["keys-file"]),
 		envKeys: process.env.CHAINLAKE_API_KEYS?.split(",").map((k) => k.trim()),
 		log: logger,
-	});
-} catch (err) {
-	process.stderr.write(`${(err as Error).message}\n`);
-	process.exit(2);
-}
-let follow: ReturnType<typeof startFollowers> | undefined;
-try {
-	follow = startFollowers((values.follow ?? []).map(parseFollowSpec), {
+	}),
+);
+// A follower meets an unwritable folder only inside its retry loop: say so now instead.
+if (values.follow?.length) ensureWritableFolder(dataDir);
+const followSpecs = userInput(() => (values.follow ?? []).map(parseFollowSpec));
+// Each followed node's chain id before anything is written: a node of another chain is refused in one line.
+await checkFollowChains(followSpecs, logger);
+const follow = userInput(() =>
+	startFollowers(followSpecs, {
 		dataDir,
 		logger,
 		finalityDepth: Number(values["finality-depth"]),
 		pollMs: Number(values["poll-ms"]),
 		lake: lakeFlags(values),
-	});
-} catch (err) {
-	process.stderr.write(`${(err as Error).message}\n`);
-	process.exit(2);
-}
+	}),
+);
 const endpoint = (values["s3-endpoint"] as string) || undefined;
 const remote = dataUrl
 	? await openRemoteLake({
@@ -179,7 +176,7 @@ const publishing = values["publish-to"]
 			{
 				intervalMs: Number(values["poll-ms"]),
 				logger,
-				writes: (chain) => follow?.sources.get(chain)?.stats.standby == null,
+				writes: (chain) => follow.sources.get(chain)?.stats.standby == null,
 			},
 		)
 	: undefined;
@@ -205,13 +202,18 @@ app.log.info(
 		? `rate limit per API key: ${rateLimit.perSecond}/s, bursts of ${rateLimit.burst}`
 		: "rate limit: off (--rate-limit 0)",
 );
+// An empty folder is no error (a backfill may fill it while this serves), but the first hour needs the way on.
+if (store.chains().length === 0 && !follow.sources.size && !remote)
+	app.log.warn(
+		`no chain data under ${dataDir} yet: write some with npm run backfill, follow a chain with --follow, or run npm start for a demo chain`,
+	);
 if (keyring.count() === 0)
 	app.log.warn("no API keys yet: create one with npm run keys -- create, or set CHAINLAKE_API_KEYS");
 
 // SIGTERM/SIGINT: followers stop, requests under way are answered, then exit 0; a second signal exits at once.
 onStopSignal(
 	async () => {
-		await follow?.stop();
+		await follow.stop();
 		await publishing?.stop();
 		await app.close();
 		await remote?.stop();

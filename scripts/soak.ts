@@ -18,11 +18,22 @@ import { SCALES } from "../src/synth/scales.js";
 import { writeSynthChain } from "../src/synth/synth.js";
 import { computeTargets, type SynthTargets, saveTargets, targetsPath } from "../src/synth/targets.js";
 import { parseChainId } from "../src/util/chain.js";
+import { startCli, usageError } from "../src/util/cli.js";
 import { startService } from "./bench/server.js";
 import { runLoad } from "./load/load.js";
 import { mixedPaths } from "./load/requests.js";
 
+const USAGE = `usage: npm run soak -- [--data-dir data/synth-M] [--connections 200] [--duration 60] [--suites] [--out f.json]
+  --data-dir <dir>       a synthetic chain to load (default data/synth-M; written first when missing)
+  --connections <n>      concurrent clients (default 200)
+  --duration <s>         seconds of load (default 60)
+  --port <n>             the service's port (default 18090)
+  --suites               also run the long versions of the test files
+  --out <file>           write the figures as JSON`;
+
+const argv = startCli({ usage: USAGE, dataDir: () => values["data-dir"] });
 const { values } = parseArgs({
+	args: argv,
 	options: {
 		"data-dir": { type: "string", default: "data/synth-M" },
 		connections: { type: "string", default: "200" },
@@ -34,10 +45,7 @@ const { values } = parseArgs({
 });
 for (const flag of ["connections", "duration", "port"] as const) {
 	const v = Number(values[flag]);
-	if (!Number.isInteger(v) || v < 1) {
-		process.stderr.write(`--${flag} must be a whole number above 0, got ${values[flag]}\n`);
-		process.exit(2);
-	}
+	if (!Number.isInteger(v) || v < 1) usageError(`--${flag} must be a whole number above 0, got ${values[flag]}`);
 }
 const dataDir = values["data-dir"] as string;
 const chain = parseChainId("eip155-1");

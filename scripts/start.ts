@@ -83,8 +83,12 @@ function inUse(err: DataDirLockedError, dir: string): ChainlakeError {
 	);
 }
 
+const options = {
+	verbose: { type: "boolean", default: false },
+} as const;
+
 runCli({ usage: USAGE, dataDir: () => dataDir }, async (argv) => {
-	const { values } = parseArgs({ args: argv, options: { verbose: { type: "boolean", default: false } } });
+	const { values } = parseArgs({ args: argv, options });
 	const verbose = values.verbose || process.env.CHAINLAKE_VERBOSE === "1";
 	const logger = createLogger({ verbose });
 

@@ -11,14 +11,21 @@ import { readManifestSafe } from "../src/store/manifest.js";
 import { damagedRanges, repairCommand, restoreManifest, verifyChain } from "../src/store/verify.js";
 import { checkRuns, runRepairCommand } from "../src/store/verify-runs.js";
 import { isChainId } from "../src/util/chain.js";
-import { ChainlakeError, UserInputError } from "../src/util/errors.js";
+import { runCli } from "../src/util/cli.js";
+import { UserInputError } from "../src/util/errors.js";
 
-const USAGE = "usage: npm run verify -- [--data-dir data] [--chain eip155-<n> ...] [--quick] [--restore-manifest]";
+const USAGE = `usage: npm run verify -- [--data-dir data] [--chain eip155-<n> ...] [--quick] [--restore-manifest]
+  --data-dir <dir>       the lake's folder (CHAINLAKE_DATA_DIR; default data)
+  --chain <chain>        a chain to check (repeatable; default every chain in the folder)
+  --quick                read each file's Parquet footer only, not every value
+  --restore-manifest     put a damaged manifest's previous generation back first`;
 
-async function main(): Promise<number> {
+let dataDirGiven: string | undefined;
+runCli({ usage: USAGE, dataDir: () => dataDirGiven }, async (argv) => {
 	let values: { "data-dir"?: string; chain?: string[]; quick?: boolean; "restore-manifest"?: boolean };
 	try {
 		({ values } = parseArgs({
+			args: argv,
 			options: {
 				"data-dir": { type: "string", default: process.env.CHAINLAKE_DATA_DIR || "data" },
 				chain: { type: "string", multiple: true },
@@ -32,6 +39,7 @@ async function main(): Promise<number> {
 		throw new UserInputError("INVALID_ARGS", `${(err as Error).message}\n${USAGE}`);
 	}
 	const dataDir = values["data-dir"] as string;
+	dataDirGiven = dataDir;
 	const present = chainsIn(dataDir);
 	for (const c of values.chain ?? []) {
 		if (!isChainId(c)) throw new UserInputError("INVALID_ARGS", `--chain ${c} is not of the form eip155-<n>\n${USAGE}`);
@@ -84,16 +92,4 @@ async function main(): Promise<number> {
 		for (const [from, to] of damagedRanges(r.problems)) say(`  ${repairCommand(dataDir, chain, from, to)}`);
 	}
 	return bad > 0 ? 1 : 0;
-}
-
-main().then(
-	(code) => process.exit(code),
-	(err: unknown) => {
-		if (err instanceof ChainlakeError) {
-			process.stderr.write(`error [${err.code}]: ${err.message}\n`);
-			process.exit(err instanceof UserInputError ? 2 : 1);
-		}
-		process.stderr.write(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-		process.exit(1);
-	},
-);
+});

@@ -1,3 +1,6 @@
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+
 /** Latency samples: `n` timed calls after `warmup` untimed ones, summarised as p50/p90/p99 in ms. */
 export interface Latency {
 	p50: number;
@@ -24,3 +27,13 @@ export function summarise(ms: number[]): Latency {
 }
 
 export const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
+
+/** Bytes of every file under `dir`, recursively. */
+export function folderBytes(dir: string): number {
+	let bytes = 0;
+	for (const e of readdirSync(dir, { withFileTypes: true })) {
+		const p = join(dir, e.name);
+		bytes += e.isDirectory() ? folderBytes(p) : statSync(p).size;
+	}
+	return bytes;
+}

@@ -7,7 +7,7 @@ import Fastify, {
 	type FastifyServerOptions,
 	LogController,
 } from "fastify";
-import { jsonSchemaTransform, validatorCompiler } from "fastify-type-provider-zod";
+import { validatorCompiler } from "fastify-type-provider-zod";
 import { DamagedDataError } from "../query/damaged-data-error.js";
 import { TooManyChangesError } from "../query/deltas.js";
 import { QueryTimeoutError } from "../query/query-timeout-error.js";
@@ -20,6 +20,7 @@ import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
 import type { Keyring } from "./keys.js";
 import { createMetrics, type FollowSource } from "./metrics.js";
+import { paramDocsTransform } from "./param-docs.js";
 import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./rate-limit.js";
 import { stringifyExact } from "./records.js";
 import { addressRoutes } from "./routes/address.js";
@@ -126,7 +127,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			},
 			security: [{ bearer: [] }, { basic: [] }],
 		},
-		transform: jsonSchemaTransform,
+		// Parameters typed and described (param-docs.ts), not as the strings the zod schemas parse.
+		transform: paramDocsTransform,
 	});
 	await app.register(swaggerUi, { routePrefix: "/docs" });
 	app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());

@@ -2,7 +2,8 @@ import { z } from "zod";
 import type { Snapshot } from "../query/store.js";
 import { missingRanges } from "../store/manifest.js";
 import { ApiError, badRequest } from "./errors.js";
-import { blockNumberParam, formatParam, limitParam } from "./params.js";
+import { describedAs, documented } from "./param-docs.js";
+import { BATCH_SIZE, blockNumberParam, CHAIN_ID, formatParam, limitParam } from "./params.js";
 import { headBlock } from "./range.js";
 
 /*
@@ -10,15 +11,29 @@ import { headBlock } from "./range.js";
  * and "as of which block".
  */
 
-export const chainParam = z.string().regex(/^eip155-\d{1,16}$/, "must be eip155-<chain number>, e.g. eip155-1");
-const offsetParam = z.string().max(300, "must be the next_offset of the previous page");
+export const chainParam = documented(
+	z.string().regex(/^eip155-\d{1,16}$/, "must be eip155-<chain number>, e.g. eip155-1"),
+	CHAIN_ID,
+);
+const offsetParam = documented(z.string().max(300, "must be the next_offset of the previous page"), {
+	schema: { type: "string", maxLength: 300 },
+	description:
+		"Where the page starts: `range.next_offset` of the previous page (opaque), with the same `block_number`. Omit for the first page.",
+	example: "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48",
+});
+/** `block_number` of the Balances and NFT routes: the answer as of that block. */
+export const asOfBlockParam = describedAs(
+	blockNumberParam,
+	"The answer as of this block: its number, a negative number (that many blocks before the newest stored) or `latest`. Default: the newest block stored.",
+	{ example: 18_000_000 },
+);
 export const pageQuery = {
 	limit: limitParam.optional(),
 	offset: offsetParam.optional(),
-	block_number: blockNumberParam.optional(),
+	block_number: asOfBlockParam.optional(),
 	format: formatParam.optional(),
 	// The official client forwards its page size as batchSize next to limit: accepted, unused.
-	batchSize: z.string().optional(),
+	batchSize: documented(z.string(), BATCH_SIZE).optional(),
 };
 
 /** No price source: every price field is null (README says so). */

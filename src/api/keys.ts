@@ -31,10 +31,13 @@ export class KeysFileError extends ChainlakeError {
 	constructor(
 		readonly path: string,
 		readonly detail: string,
+		/** The file system's error when the file cannot be read (the CLIs name its folder instead). */
+		cause?: unknown,
 	) {
 		super(
 			"KEYS_FILE_DAMAGED",
 			`the API key file ${path} is damaged (${detail}): fix it or restore it from a backup; it is a JSON list of {"id", "name", "hash", "created_at"[, "revoked_at"]}, and \`npm run keys -- list --keys-file ${path}\` shows its keys once it reads`,
+			{ cause },
 		);
 		this.name = "KeysFileError";
 	}
@@ -48,7 +51,7 @@ export function readKeys(path: string): StoredKey[] {
 	} catch (err) {
 		const code = (err as NodeJS.ErrnoException).code;
 		if (code === "ENOENT") return [];
-		throw new KeysFileError(path, `it cannot be read: ${code ?? (err as Error).message}`);
+		throw new KeysFileError(path, `it cannot be read: ${code ?? (err as Error).message}`, err);
 	}
 	let parsed: unknown;
 	try {

@@ -49,6 +49,7 @@ const BY_NAME: Record<string, ColumnKind> = {
 	trace_address: "json",
 	logs: "json",
 	metadata: "json",
+	events: "json",
 };
 
 /** The kind of column `name`: declared, or text. */
@@ -116,6 +117,9 @@ const TEXT_NAMES = new Set([
 	"standard",
 	"amount",
 	"owner",
+	"sig_hash",
+	"input_data",
+	"output_data",
 ]);
 
 /** An item's fields as flat columns (`header.gas_used`); json columns are kept whole. */

@@ -136,15 +136,35 @@ export function selfDestructRecord(r: Row) {
 	};
 }
 
+/** The opcode that made a frame: CALL, STATICCALL, DELEGATECALL, CALLCODE, CREATE, CREATE2, SELFDESTRUCT. */
+function frameOpCode(r: Row): string {
+	if (r.trace_type === "suicide") return "SELFDESTRUCT";
+	const type = r.call_type as string | null;
+	if (type) return type.toUpperCase();
+	return r.trace_type === "create" ? "CREATE" : "CALL";
+}
+
+/** The 4-byte selector a call's data starts with; null for shorter data (a plain value send). */
+const selectorOf = (input: unknown) => (typeof input === "string" && input.length >= 10 ? input.slice(0, 10) : null);
+
 export function callRecord(r: Row) {
+	const input = (r.input as string | null) ?? null;
 	return {
 		...common(r),
 		contract: (r.to_address as string | null) ?? null,
 		from: (r.from_address as string | null) ?? null,
 		to: (r.to_address as string | null) ?? null,
+		// The official clients' names for the opcode, the caller, the selector, the call data and
+		// the return data (their TsunamiInternalTransaction / TsunamiCall; the ABI decoding reads
+		// sig_hash and input_data).
+		op_code: frameOpCode(r),
+		sender: (r.from_address as string | null) ?? null,
+		sig_hash: selectorOf(input),
 		value: (r.value as string | null) ?? null,
-		input: (r.input as string | null) ?? null,
+		input,
+		input_data: input,
 		output: (r.output as string | null) ?? null,
+		output_data: (r.output as string | null) ?? null,
 		trace_type: r.trace_type as string,
 		call_type: (r.call_type as string | null) ?? null,
 		trace_address: (r.trace_address as number[]) ?? [],
@@ -152,6 +172,45 @@ export function callRecord(r: Row) {
 		gas_used: n(r.gas_used),
 		error: (r.error as string | null) ?? null,
 		status: Number(r.status) === 1,
+	};
+}
+
+/**
+ * The address whose code a frame ran as, which is the address its logs carry: the callee, except
+ * for DELEGATECALL and CALLCODE, which run the callee's code as the caller.
+ */
+export function contextOf(r: Row): string | null {
+	const type = r.call_type as string | null;
+	const own = type === "delegatecall" || type === "callcode" ? r.from_address : r.to_address;
+	return (own as string | null) ?? null;
+}
+
+/** A log as an item of a call's `events` (the official clients' TsunamiLogBelongingToInternalTransaction). */
+export function callEventRecord(r: Row) {
+	const { id, contract, op_code, topic_0, topic_1, topic_2, topic_3, log_data, log_index } = logRecord(r);
+	return { id, contract, op_code, topic_0, topic_1, topic_2, topic_3, log_data, log_index };
+}
+
+/**
+ * A call frame as an item of a transaction's internals (`/txs/{hash}/logs`): the fields of the
+ * official clients' TsunamiTransactionLog for a call, beside the logs' fields.
+ */
+export function internalCallRecord(r: Row) {
+	const input = (r.input as string | null) ?? null;
+	return {
+		id: r.id as string,
+		// The contract called or created; for a self-destruct, the destroyed one (its frame's from).
+		contract: ((r.trace_type === "suicide" ? r.from_address : r.to_address) as string | null) ?? null,
+		op_code: frameOpCode(r),
+		sender: (r.from_address as string | null) ?? null,
+		origin: r.origin as string,
+		sig_hash: selectorOf(input),
+		value: (r.value as string | null) ?? null,
+		input_data: input,
+		output_data: (r.output as string | null) ?? null,
+		trace_address: (r.trace_address as number[]) ?? [],
+		status: Number(r.status) === 1,
+		error: (r.error as string | null) ?? null,
 	};
 }
 

@@ -69,7 +69,7 @@ export function sendList(
 		// A field the route did not declare still goes out (as its kind, text by default).
 		const all = [...new Set([...columns, ...rows.flatMap((r) => Object.keys(r))])];
 		if (chosen === "csv") {
-			const lines = [all.join(","), ...rows.map((r) => all.map((c) => csvCell(r[c])).join(","))].map((l) => `${l}\n`);
+			const lines = [csvLine(all), ...rows.map((r) => csvRow(r, all))];
 			checkSize(byteLength(lines), cap, body.items.length);
 			payload = Readable.from(lines);
 		} else {
@@ -91,7 +91,7 @@ const byteLength = (lines: string[]) => lines.reduce((n, l) => n + Buffer.byteLe
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(n < 1024 * 1024 ? 3 : 1)} MiB`;
 
 /** A 400 RESPONSE_TOO_LARGE saying how many items would fit, when `size` is above `cap`. */
-function checkSize(size: number, cap: number, items: number) {
+export function checkSize(size: number, cap: number, items: number) {
 	if (size <= cap) return;
 	const fits = Math.floor((items * cap) / size);
 	const how =
@@ -111,6 +111,13 @@ function cellText(v: unknown): string | null {
 	if (typeof v === "bigint" || typeof v === "number" || typeof v === "boolean") return String(v);
 	return stringifyExact(v);
 }
+
+/** The header line of a CSV answer. */
+export const csvLine = (columns: readonly string[]) => `${columns.join(",")}\n`;
+
+/** One flattened item (list-columns.ts flattenItem) as a CSV line of `columns`. */
+export const csvRow = (row: Record<string, unknown>, columns: readonly string[]) =>
+	`${columns.map((c) => csvCell(row[c])).join(",")}\n`;
 
 export function csvCell(v: unknown): string {
 	const t = cellText(v);

@@ -1,6 +1,6 @@
 import { inList } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
-import type { Params, Snapshot } from "./store.js";
+import type { Params, Row, Snapshot } from "./store.js";
 
 export const CREATION_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract_address, caller, value, op_code, trace_address, init_code_hash, gas_used";
@@ -44,8 +44,8 @@ export interface CallFilter {
 	to?: string[];
 	origin?: string;
 	callType?: string;
-	/** 4-byte function selector the call data starts with, e.g. 0xa9059cbb. */
-	selector?: string;
+	/** 4-byte function selectors the call data starts with (any of them), e.g. 0xa9059cbb. */
+	selectors?: string[];
 }
 
 /** Trace frames (internal calls, creates, self-destructs) by caller, callee or origin. */
@@ -63,9 +63,21 @@ export function findCalls(db: Snapshot, f: CallFilter, page: Page): Promise<List
 		where.push(`${column} = $${key}`);
 	}
 	if (f.to?.length) where.push(inList("to_address", "to", f.to, params));
-	if (f.selector) {
-		params.selector = f.selector;
-		where.push("left(input, 10) = $selector");
-	}
+	if (f.selectors?.length) where.push(inList("left(input, 10)", "selector", f.selectors, params));
 	return listRows(db, { dataset: "traces", columns: CALL_COLUMNS, where: where.join(" AND "), params }, page);
+}
+
+/**
+ * The frames of one transaction in execution order (depth first), the reverted ones (status 0:
+ * the frame or one above it failed) only when `includeFailed`. Block rewards have no
+ * transaction and never match.
+ */
+export function callsOfTransaction(db: Snapshot, tx: Row, includeFailed: boolean): Promise<Row[]> {
+	const block = Number(tx.block_number);
+	return db.query(
+		`SELECT ${CALL_COLUMNS} FROM {traces} WHERE block_number = $block AND transaction_hash = $hash ${includeFailed ? "" : "AND status = 1"} ORDER BY id`,
+		{ block, hash: String(tx.transaction_hash) },
+		// Only the files of that block.
+		[block, block],
+	);
 }

@@ -34,8 +34,9 @@ export async function lockDownTo(
 		for (const statement of [
 			"SET temp_directory = ''",
 			// Not a lockdown setting, but must come before the lock: keep each file's footer
-			// (schema, row-group statistics) in memory, so a query does not parse it again.
-			"SET parquet_metadata_cache = true",
+			// (schema, row-group statistics) in memory, so a query does not parse it again. GLOBAL: in
+			// DuckDB 1.5 a plain SET of it holds for this connection alone, which closes below.
+			"SET GLOBAL parquet_metadata_cache = true",
 			`SET allowed_directories = ${list(allowed.directories)}`,
 			`SET allowed_paths = ${list(allowed.paths)}`,
 			"SET autoinstall_known_extensions = false",

@@ -62,6 +62,8 @@ export interface EventFilter {
 	topics: (string[] | undefined)[];
 	origin?: string;
 	transaction?: string;
+	/** Number of topics (the LOG0..LOG4 opcode that emitted the log). */
+	topicCount?: number;
 }
 
 /** Logs by emitting contract, topics, origin or transaction. */
@@ -79,6 +81,10 @@ export function findEvents(db: Snapshot, f: EventFilter, page: Page): Promise<Li
 	if (f.transaction) {
 		params.tx = f.transaction;
 		where.push("transaction_hash = $tx");
+	}
+	if (f.topicCount !== undefined) {
+		params.topic_count = f.topicCount;
+		where.push("topic_count = $topic_count");
 	}
 	return listRows(db, { dataset: "logs", columns: LOG_COLUMNS, where: where.join(" AND ") || "true", params }, page);
 }

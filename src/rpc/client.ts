@@ -177,11 +177,14 @@ export function createRpcClient(opts: RpcClientOptions): RpcClient {
 				}
 				endpoint.coolUntil = Math.max(Date.now() + COOLDOWN_MS, endpoint.retryAt);
 				next = (next + 1) % endpoints.length;
-				const backoff = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** attempt) * (0.5 + Math.random() / 2);
+				attempt++;
+				// No wait after the last attempt: nothing follows it but the error, which a command
+				// at start (a dead URL) should print now, not after its longest backoff.
+				if (attempt >= MAX_ATTEMPTS) break;
+				const backoff = Math.min(MAX_DELAY_MS, BASE_DELAY_MS * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
 				const delay = (kind.retryAfterMs ?? backoff) * (opts.delayScale ?? 1);
 				opts.logger.debug(`rpc ${method} at ${endpoint.label}: ${kind.name}, retrying in ${Math.round(delay)} ms`);
 				await new Promise((r) => setTimeout(r, delay));
-				attempt++;
 			}
 		}
 		const unreachable = classify(last).name === "network";

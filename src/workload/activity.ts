@@ -18,7 +18,12 @@ export interface ActivityOptions {
 	startIndex?: number;
 }
 
-async function rpc(url: string, calls: { method: string; params: unknown[] }[]): Promise<unknown[]> {
+/** One JSON-RPC batch; the results in call order, or an error naming `label` and the method that failed. */
+export async function rpcBatch(
+	url: string,
+	calls: { method: string; params: unknown[] }[],
+	label = "activity",
+): Promise<unknown[]> {
 	const res = await fetch(url, {
 		method: "POST",
 		headers: { "content-type": "application/json" },
@@ -28,7 +33,7 @@ async function rpc(url: string, calls: { method: string; params: unknown[] }[]):
 	return out
 		.sort((a, b) => a.id - b.id)
 		.map((r) => {
-			if (r.error) throw new Error(`activity: ${r.error.message}`);
+			if (r.error) throw new Error(`${label}: ${calls[r.id]?.method}: ${r.error.message}`);
 			return r.result;
 		});
 }
@@ -38,7 +43,8 @@ async function rpc(url: string, calls: { method: string; params: unknown[] }[]):
  * `txsPerBlock` transactions from anvil's unlocked dev accounts, cycling through native
  * transfers, ERC-20 transfers, internal value forwards, ERC-1155 transfers, ERC-721 mints,
  * factory deploys, and now and then a reverting call. Blocks are mined explicitly, so each holds
- * exactly that many transactions. Used by the backfill benchmark (and the demo chain).
+ * exactly that many transactions
+ * if the block gas limit admits them (500,000 gas each; otherwise the rest go in the next blocks). Used by the backfill benchmark (and the demo chain).
  */
 export async function generateActivity(opts: ActivityOptions): Promise<{ blocks: number; txs: number }> {
 	const artifacts = await compileContracts();
@@ -49,18 +55,42 @@ export async function generateActivity(opts: ActivityOptions): Promise<{ blocks:
 	};
 	const call = (name: string, functionName: string, args: unknown[]) =>
 		encodeFunctionData({ abi: abi(name), functionName, args });
-	const [accounts] = (await rpc(opts.rpcUrl, [{ method: "eth_accounts", params: [] }])) as [string[]];
+	const [accounts] = (await rpcBatch(opts.rpcUrl, [{ method: "eth_accounts", params: [] }])) as [string[]];
 	const c = opts.contracts;
-	const send = (from: string, to: string, data = "0x", value = "0x0") => ({
-		method: "eth_sendTransaction",
-		params: [{ from, to, data, value, ...TX_FIELDS }],
-	});
+	// Nonces are given, not left to anvil: a batch holding several transactions of one account
+	// is not sent in order, and two that anvil numbered alike were refused as "replacement
+	// transaction underpriced" (150 transactions a block from 10 accounts is 15 each).
+	const counts = (await rpcBatch(
+		opts.rpcUrl,
+		accounts.map((a) => ({ method: "eth_getTransactionCount", params: [a, "pending"] })),
+	)) as string[];
+	const nonces = new Map(accounts.map((a, i) => [a, BigInt(counts[i] as string)]));
+	const send = (from: string, to: string, data = "0x", value = "0x0") => {
+		const nonce = nonces.get(from) ?? 0n;
+		nonces.set(from, nonce + 1n);
+		return {
+			method: "eth_sendTransaction",
+			params: [{ from, to, data, value, nonce: `0x${nonce.toString(16)}`, ...TX_FIELDS }],
+		};
+	};
+	let mined = 0;
 	const mine = async (txs: ReturnType<typeof send>[]) => {
-		await rpc(opts.rpcUrl, txs);
-		await rpc(opts.rpcUrl, [{ method: "evm_mine", params: [] }]);
+		await rpcBatch(opts.rpcUrl, txs);
+		await rpcBatch(opts.rpcUrl, [{ method: "evm_mine", params: [] }]);
+		mined++;
+		// A block holds what its gas limit admits (each transaction counts its 500,000 gas limit:
+		// 60 under anvil's default 30M); what is left waits in the pool: mine until it is empty.
+		for (;;) {
+			const [status] = (await rpcBatch(opts.rpcUrl, [{ method: "txpool_status", params: [] }])) as [
+				{ pending: string; queued: string },
+			];
+			if (BigInt(status.pending) + BigInt(status.queued) === 0n) break;
+			await rpcBatch(opts.rpcUrl, [{ method: "evm_mine", params: [] }]);
+			mined++;
+		}
 	};
 
-	await rpc(opts.rpcUrl, [{ method: "evm_setAutomine", params: [false] }]);
+	await rpcBatch(opts.rpcUrl, [{ method: "evm_setAutomine", params: [false] }]);
 	try {
 		// Seed every account with ERC-20 and ERC-1155 balances to move around.
 		const seed = opts.seed ?? true;
@@ -93,8 +123,8 @@ export async function generateActivity(opts: ActivityOptions): Promise<{ blocks:
 			}
 			await mine(txs);
 		}
-		return { blocks: opts.blocks + (seed ? 1 : 0), txs: n - first + (seed ? accounts.length * 2 : 0) };
+		return { blocks: mined, txs: n - first + (seed ? accounts.length * 2 : 0) };
 	} finally {
-		await rpc(opts.rpcUrl, [{ method: "evm_setAutomine", params: [true] }]);
+		await rpcBatch(opts.rpcUrl, [{ method: "evm_setAutomine", params: [true] }]);
 	}
 }

@@ -15,12 +15,15 @@
  * API must accept unchanged (api-contract.md preamble); each is its own test.
  */
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { type Address, type Block, createPublicClient, type Hex, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/api/app.js";
+import { createKeyring } from "../../src/api/keys.js";
 import type { ExpectedTransfer } from "../../src/workload/types.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { type ApiFixture, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
-import { receiptBlock } from "../helpers/node-rpc.js";
+import { nodeCall, receiptBlock } from "../helpers/node-rpc.js";
 
 type Item = Record<string, unknown>;
 interface Envelope {
@@ -392,7 +395,8 @@ describe("request shapes the official clients send (must work unchanged)", () =>
 		expect(r.status).toBe(200);
 		// TsunamiTransactionWithLogs: { hash, block_hash, block_number, ..., logs }.
 		expect(r.body.hash).toBe(hash);
-		expect((r.body.logs as Item[] | undefined)?.map((l) => l.op_code)).toEqual(["LOG1", "LOG2", "LOG3"]);
+		// The frames come first (op_code CALL ...), then the logs.
+		expect((r.body.logs as Item[] | undefined)?.map((l) => l.op_code)).toEqual(["CALL", "LOG1", "LOG2", "LOG3"]);
 	});
 
 	it("getEvents sends topic_0 as a comma-joined list (GetTsunamiEventQuery.topic_0: string[])", async () => {
@@ -412,6 +416,277 @@ describe("request shapes the official clients send (must work unchanged)", () =>
 				.txs.filter((t) => t.from === alice && t.to === fw)
 				.map((t) => t.hash),
 		);
+	});
+});
+
+// ---------------------------------------------------------------------------------------------
+// Requests parsiq.js makes that once answered 404 or 400 (issue 25), checked against the node.
+
+/** A frame of the node's callTracer, flattened depth first. */
+interface NodeFrame {
+	type: string;
+	from: string;
+	to?: string;
+	input: string;
+	value?: string;
+	error?: string;
+	calls?: NodeFrame[];
+}
+interface NodeLog {
+	address: string;
+	topics: string[];
+	data: string;
+}
+
+/** The node's frames of a transaction in execution order, each with whether it and its callers succeeded. */
+async function nodeFrames(hash: string) {
+	const root = (await nodeCall(f.anvil.url, "debug_traceTransaction", [hash, { tracer: "callTracer" }])) as NodeFrame;
+	const out: (NodeFrame & { ok: boolean })[] = [];
+	const walkFrames = (fr: NodeFrame, ok: boolean) => {
+		const mine = ok && fr.error === undefined;
+		out.push({ ...fr, ok: mine });
+		for (const c of fr.calls ?? []) walkFrames(c, mine);
+	};
+	walkFrames(root, true);
+	return out;
+}
+
+const nodeLogs = async (hash: string) =>
+	((await nodeCall(f.anvil.url, "eth_getTransactionReceipt", [hash])) as { logs: NodeLog[] }).logs;
+
+/** A receipt log as an item of /events, a call's `events` and /txs/{hash}/logs show it. */
+const logShape = (l: NodeLog) => ({
+	contract: l.address.toLowerCase(),
+	op_code: `LOG${l.topics.length}`,
+	topic_0: l.topics[0] ?? null,
+	topic_1: l.topics[1] ?? null,
+	topic_2: l.topics[2] ?? null,
+	topic_3: l.topics[3] ?? null,
+	log_data: l.data,
+});
+const LOG_SHAPE_KEYS = Object.keys(logShape({ address: "", topics: [], data: "" }));
+
+/** What a call frame looks like in /txs/{hash}/logs, from the node's frame. */
+const frameShape = (fr: NodeFrame) => ({
+	op_code: fr.type,
+	sender: fr.from.toLowerCase(),
+	contract: (fr.type === "SELFDESTRUCT" ? fr.from : fr.to)?.toLowerCase() ?? null,
+	// A self-destruct carries no call data: null, where the node's tracer writes "0x".
+	input_data: fr.type === "SELFDESTRUCT" ? null : fr.input,
+	sig_hash: fr.input.length >= 10 ? fr.input.slice(0, 10) : null,
+	status: (fr as { ok?: boolean }).ok,
+});
+const FRAME_KEYS = ["op_code", "sender", "contract", "input_data", "sig_hash", "status"];
+
+/** A CSV answer of plain cells (hex, numbers, empty for null) as header and rows. */
+function parseCsv(text: string) {
+	const [header = "", ...rows] = text.trimEnd().split("\n");
+	return { header: header.split(","), rows: rows.map((r) => r.split(",")) };
+}
+
+/** A GET through a socket the way the clients send it, answered as text. */
+async function requestText(url: string) {
+	const res = await fetch(url, { headers: { accept: AXIOS_ACCEPT, authorization: BASIC } });
+	return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+describe("parsiq.js requests that were missing", () => {
+	it("logs.csvExport: GET /csv-exports/events answers the /events rows as CSV, all pages of the range", async () => {
+		const token = w().contracts.token20;
+		const criteria = { contract: [token], topic_0: [TRANSFER_TOPIC] };
+		const expected = w().expected.transfers.filter((t) => t.kind === "erc20" && t.contract === token);
+		expect(expected.length).toBeGreaterThan(2);
+		// getCsvStream: params = { ...rangeOptions, ...criteria } (no limit).
+		const r = await requestText(`${base}/csv-exports/events?${axiosQuery({ ...WHOLE, ...criteria })}`);
+		expect(r.status, r.text).toBe(200);
+		expect(r.headers.get("content-type")).toContain("text/csv");
+		expect(r.headers.get("x-has-more")).toBe("false");
+		const csv = parseCsv(r.text);
+		const events = await singleAndWalk("/events", criteria, WHOLE);
+		expect(csv.header).toEqual(Object.keys(events[0] ?? {}));
+		expect(csv.rows.map((row) => Object.fromEntries(csv.header.map((c, i) => [c, row[i]])))).toEqual(
+			events.map((e) => Object.fromEntries(Object.entries(e).map(([k, v]) => [k, v === null ? "" : String(v)]))),
+		);
+		// One row per Transfer log the token emitted, as the workload made them.
+		const col = (name: string) => csv.rows.map((row) => row[csv.header.indexOf(name)]);
+		expect(col("tx_hash")).toEqual(expected.map((t) => t.txHash));
+		expect(col("block_number")).toEqual(expected.map((t) => String(t.blockNumber)));
+		expect(col("topic_1")).toEqual(expected.map((t) => `0x${t.from.slice(2).padStart(64, "0")}`));
+		// Nothing matches: the header row alone.
+		const empty = await requestText(`${base}/csv-exports/events?${axiosQuery({ ...WHOLE, origin: EXTRA_SENDER })}`);
+		expect([empty.status, empty.text, empty.headers.get("x-has-more")]).toEqual([
+			200,
+			`${csv.header.join(",")}\n`,
+			"false",
+		]);
+		// The filters are those of /events: none of contract, topic_0, origin is a 400 saying so.
+		const none = await requestText(`${base}/csv-exports/events?${axiosQuery(WHOLE)}`);
+		expect(none.status).toBe(400);
+		expect(JSON.parse(none.text).message).toContain("contract, topic_0, origin");
+	});
+
+	it("an export larger than the server's answer cap stops at a row and resumes from X-Next-Offset", async () => {
+		const criteria = { ...WHOLE, topic_0: [TRANSFER_TOPIC, TRANSFER_SINGLE_TOPIC] };
+		const whole = await requestText(`${base}/csv-exports/events?${axiosQuery(criteria)}`);
+		const all = parseCsv(whole.text);
+		expect(all.rows.length).toBeGreaterThan(6);
+		// The same data behind an app whose answers are capped at the header and about three rows.
+		const capped = await buildApp({
+			store: f.store,
+			keyring: createKeyring({ path: join(f.dataDir, "_keys.json"), envKeys: [TEST_KEY] }),
+			dataDir: f.dataDir,
+			maxResponseBytes: Buffer.byteLength(whole.text.split("\n").slice(0, 4).join("\n")) + 1,
+		});
+		try {
+			const rows: string[][] = [];
+			let offset: string | undefined;
+			let answers = 0;
+			for (let more = true; more; answers++) {
+				const res = await capped.inject({
+					url: `/${f.chain}/v1/csv-exports/events?${axiosQuery({ ...criteria, offset })}`,
+					headers: { authorization: BASIC },
+				});
+				expect(res.statusCode, res.body).toBe(200);
+				const part = parseCsv(res.body);
+				expect(part.header).toEqual(all.header);
+				expect(part.rows.length).toBeGreaterThan(0);
+				expect(part.rows.length).toBeLessThanOrEqual(3);
+				rows.push(...part.rows);
+				more = res.headers["x-has-more"] === "true";
+				offset = String(res.headers["x-next-offset"]);
+				if (more) expect(offset).toBe(part.rows.at(-1)?.[0]);
+				else expect(offset).toBe("");
+			}
+			expect(rows).toEqual(all.rows);
+			expect(answers).toBeGreaterThanOrEqual(Math.ceil(all.rows.length / 3));
+		} finally {
+			await capped.close();
+		}
+	});
+
+	it("op_code (TsunamiLogsCriteria.op_code) keeps the logs with that many topics; an unknown one is a 400", async () => {
+		const logger = w().contracts.oddLogger;
+		const logs = await nodeLogs(w().expected.oddLogTxHash);
+		for (const op of ["LOG1", "LOG2", "LOG3", "LOG4"]) {
+			const items = await singleAndWalk("/events", { contract: [logger], op_code: op }, WHOLE, 1);
+			const want = logs.filter((l) => `LOG${l.topics.length}` === op).map(logShape);
+			expect(
+				items.map((i) => pick(i, LOG_SHAPE_KEYS)),
+				op,
+			).toEqual(want);
+		}
+		const bad = await request("/events", { ...WHOLE, contract: [logger], op_code: "LOG5" });
+		expect(bad.status).toBe(400);
+		expect(String(bad.body.message)).toContain("op_code");
+		const csv = await requestText(
+			`${base}/csv-exports/events?${axiosQuery({ ...WHOLE, op_code: "LOG2", origin: w().accounts.alice })}`,
+		);
+		expect(csv.status).toBe(200);
+	});
+
+	it("internalTransactions: sig_hash as a list selects the frames whose input starts with one of them", async () => {
+		const selectors = ["0xa9059cbb", "0x23b872dd"];
+		const want: Item[] = [];
+		for (const t of w().txs)
+			for (const fr of await nodeFrames(t.hash))
+				if (selectors.includes(fr.input.slice(0, 10)))
+					want.push({
+						tx_hash: t.hash,
+						op_code: fr.type,
+						sender: fr.from.toLowerCase(),
+						contract: fr.to?.toLowerCase(),
+						sig_hash: fr.input.slice(0, 10),
+						input_data: fr.input,
+						status: fr.ok,
+					});
+		expect(new Set(want.map((c) => c.sig_hash))).toEqual(new Set(selectors));
+		// The client sends sig_hash alone (GetTsunamiCallQuery.sig_hash: string[]).
+		const items = await singleAndWalk("/calls", { sig_hash: selectors }, WHOLE);
+		expect(
+			items.map((i) => pick(i, ["tx_hash", "op_code", "sender", "contract", "sig_hash", "input_data", "status"])),
+		).toEqual(want);
+		for (const i of items) expect([i.sender, i.input_data, i.output_data]).toEqual([i.from, i.input, i.output]);
+		const one = await singleAndWalk("/calls", { sig_hash: [selectors[0] as string] }, WHOLE);
+		expect(one.map((i) => i.id)).toEqual(items.filter((i) => i.sig_hash === selectors[0]).map((i) => i.id));
+		const bad = await request("/calls", { ...WHOLE, sig_hash: ["0xa9059cbb", "0x1234"] });
+		expect(bad.status).toBe(400);
+		expect(String(bad.body.message)).toContain("sig_hash");
+	});
+
+	it("include_events=true gives each call the logs its transaction's receipt holds from the contract it ran as", async () => {
+		const { token20, token721, token1155 } = w().contracts;
+		const items = await singleAndWalk(
+			"/calls",
+			{ contract: [token20, token721, token1155], include_events: true },
+			WHOLE,
+		);
+		expect(items.length).toBeGreaterThan(5);
+		let withEvents = 0;
+		for (const i of items) {
+			const logs = (await nodeLogs(i.tx_hash as string)).filter((l) => l.address.toLowerCase() === i.contract);
+			const events = i.events as Item[];
+			expect(
+				events.map((e) => pick(e, LOG_SHAPE_KEYS)),
+				String(i.id),
+			).toEqual(i.status ? logs.map(logShape) : []);
+			if (events.length > 0) withEvents++;
+		}
+		expect(withEvents).toBeGreaterThan(3);
+		// Without include_events no call carries events.
+		const plain = await page("/calls", { ...WHOLE, contract: [token20], limit: 1000 });
+		for (const i of plain.items) expect(i).not.toHaveProperty("events");
+		expect((await request("/calls", { ...WHOLE, contract: [token20], include_events: "yes" })).status).toBe(400);
+	});
+
+	it("getTransactionInternals: the transaction's frames then its logs; include_failed_calls adds the reverted frames", async () => {
+		let reverted = 0;
+		for (const t of w().txs) {
+			const frames = await nodeFrames(t.hash);
+			const logs = (await nodeLogs(t.hash)).map(logShape);
+			for (const [params, keep] of [
+				[{}, frames.filter((fr) => fr.ok)],
+				[{ include_failed_calls: false }, frames.filter((fr) => fr.ok)],
+				[{ include_failed_calls: true }, frames],
+			] as const) {
+				const r = await request(`/txs/${t.hash}/logs`, params);
+				expect(r.status, JSON.stringify(r.body)).toBe(200);
+				expect(r.body.hash).toBe(t.hash);
+				const items = r.body.logs as Item[];
+				const calls = items.slice(0, keep.length);
+				expect(
+					calls.map((c) => pick(c, FRAME_KEYS)),
+					`${t.label} ${JSON.stringify(params)}`,
+				).toEqual(keep.map(frameShape));
+				expect(items.slice(keep.length).map((l) => pick(l, LOG_SHAPE_KEYS))).toEqual(logs);
+			}
+			reverted += frames.filter((fr) => !fr.ok).length;
+		}
+		// The workload's failed transaction and its inner revert give reverted frames to show.
+		expect(reverted).toBeGreaterThanOrEqual(2);
+		const bad = await request(`/txs/${w().expected.innerRevertTxHash}/logs`, { include_failed_calls: "1" });
+		expect(bad.status).toBe(400);
+		expect(String(bad.body.message)).toContain("include_failed_calls");
+	});
+
+	it("nft.getCollectionMetadata says the standard the collection's items say", async () => {
+		const nft = `${origin}/nft/${f.chain}/v1`;
+		const get = async (path: string) => {
+			const r = await requestText(`${nft}${path}`);
+			expect(r.status, r.text).toBe(200);
+			return JSON.parse(r.text) as Item;
+		};
+		for (const kind of ["erc721", "erc1155"] as const) {
+			const contract = kind === "erc721" ? w().contracts.token721 : w().contracts.token1155;
+			expect(w().expected.transfers.some((t) => t.contract === contract && t.kind === kind)).toBe(true);
+			expect((await get(`/${contract}/contract-data`)).standard, contract).toBe(kind);
+			const history = (await get(`/${contract}/owner`)).items as Item[];
+			const holder = history[0]?.owner as string;
+			const inventory = (await get(`/${holder}/inventory?contract=${contract}`)).items as Item[];
+			expect(inventory.length).toBeGreaterThan(0);
+			for (const i of inventory) expect((i.collection as Item).standard).toBe(kind);
+		}
+		const none = await requestText(`${nft}/${w().contracts.token20}/contract-data`);
+		expect(none.status).toBe(404);
 	});
 });
 

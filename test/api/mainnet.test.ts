@@ -190,6 +190,10 @@ describe("mainnet block 483920 from recorded responses", () => {
 			expect(r.body.data).toMatchObject({ origin: tx.from, to: tx.to, value: BigInt(tx.value).toString() });
 			const receipt = loadRpc<{ logs: { logIndex: string }[] }>(`eth_getTransactionReceipt_${tx.hash}`);
 			expect((r.body.logs as Item[]).map((l) => l.log_index)).toEqual(receipt.logs.map((l) => Number(l.logIndex)));
+			// The internals of a transaction without traces: its logs alone, no frames.
+			const internals = await get(`${V1}/txs/${tx.hash}/logs`);
+			expect(internals.status).toBe(200);
+			expect(internals.body).toEqual(r.body);
 		}
 	});
 
@@ -200,6 +204,8 @@ describe("mainnet block 483920 from recorded responses", () => {
 			`${V1}/contracts/creates?origin=${someone}`,
 			`${V1}/contracts/self-destructs?contract=${someone}`,
 			`${V1}/calls?from=${someone}`,
+			`${V1}/calls?sig_hash=0xa9059cbb&include_events=true`,
+			`${V1}/txs/${block.transactions[0]?.hash}/logs?include_failed_calls=true`,
 		]) {
 			const r = await get(path);
 			expect(r.status, path).toBe(503);

@@ -1,7 +1,19 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+/** tsx's loader by its path, for a child started outside the repository (`--import tsx` resolves from the cwd). */
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+
+export interface SpawnOptions {
+	/** The child's working folder (default the repository's root), for what it resolves relative paths against. */
+	cwd?: string;
+	/** Run the child as this user and group: as root, the only way to meet a folder one may not write. */
+	uid?: number;
+	gid?: number;
+}
 
 export interface CliResult {
 	code: number | null;
@@ -11,16 +23,31 @@ export interface CliResult {
 }
 
 /** Starts a script of scripts/ the way `npm run` does (tsx), without npm's own start-up cost. */
-export function spawnScript(script: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-	return spawn(process.execPath, ["--import", "tsx", `scripts/${script}`, ...args], {
-		cwd: REPO_ROOT,
+export function spawnScript(
+	script: string,
+	args: string[],
+	env: NodeJS.ProcessEnv = {},
+	opts: SpawnOptions = {},
+): ChildProcess {
+	const entry = opts.cwd
+		? ["--import", TSX, join(REPO_ROOT, "scripts", script)]
+		: ["--import", "tsx", `scripts/${script}`];
+	return spawn(process.execPath, [...entry, ...args], {
+		cwd: opts.cwd ?? REPO_ROOT,
 		env: { ...process.env, ...env, NO_COLOR: "1" },
 		stdio: ["ignore", "pipe", "pipe"],
+		uid: opts.uid,
+		gid: opts.gid,
 	});
 }
 
-export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-	const child = spawnScript(script, args, env);
+export function runScript(
+	script: string,
+	args: string[],
+	env: NodeJS.ProcessEnv = {},
+	opts: SpawnOptions = {},
+): Promise<CliResult> {
+	const child = spawnScript(script, args, env, opts);
 	let stdout = "";
 	let stderr = "";
 	child.stdout?.on("data", (c) => {

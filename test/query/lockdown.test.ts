@@ -229,6 +229,15 @@ describe("the settings cannot be undone", () => {
 		});
 	}
 
+	it("keeps Parquet footers in memory on every connection of the pool, not only the one that set it", async () => {
+		// DuckDB 1.5: a plain SET parquet_metadata_cache holds for its own connection alone, and
+		// lockDown's connection closes; read the setting back from the connections queries run on.
+		const checks = await Promise.all(
+			Array.from({ length: 8 }, () => store.query(CHAIN, "SELECT current_setting('parquet_metadata_cache') AS cache")),
+		);
+		for (const [row] of checks) expect(row?.cache).toBe(true);
+	});
+
 	it("leaves the lockdown in force after all those attempts, on every connection of the pool", async () => {
 		// The pool has 4 connections: run enough reads concurrently to go through all of them.
 		const checks = await Promise.all(

@@ -6,7 +6,8 @@ import { findTransfers } from "../../query/transfers.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest } from "../errors.js";
 import { envelope, pageOf } from "../list-reply.js";
-import { addressList, addressParam, assetList, booleanParam, listQuery } from "../params.js";
+import { describedAs, documented } from "../param-docs.js";
+import { addressList, addressParam, assetTypes, booleanParam, CHAIN_ID, listQuery } from "../params.js";
 import { resolveRange } from "../range.js";
 import {
 	TRANSACTION_COLUMNS,
@@ -17,12 +18,18 @@ import {
 } from "../records.js";
 import { sendList } from "../send-list.js";
 
-const direction = z.enum(["incoming", "outgoing"], { error: "must be incoming or outgoing" });
+const direction = (description: string) =>
+	documented(z.enum(["incoming", "outgoing"], { error: "must be incoming or outgoing" }), {
+		schema: { type: "string", enum: ["incoming", "outgoing"] },
+		description,
+		example: "outgoing",
+	});
 
-const pathParams = z.object({
-	chain_id: z.string().regex(/^eip155-\d{1,16}$/, "must be eip155-<chain number>"),
-	address: addressParam,
-});
+const pathParams = (address: string) =>
+	z.object({
+		chain_id: documented(z.string().regex(/^eip155-\d{1,16}$/, "must be eip155-<chain number>"), CHAIN_ID),
+		address: describedAs(addressParam, address),
+	});
 
 export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();
@@ -35,15 +42,26 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"Native, ERC-20, ERC-721 and ERC-1155 transfers where the address is sender or recipient. asset_type defaults to ft. Example: /eip155-1/v1/address/0x.../transfers?asset_type=native,ft&block_number_start=-1000&block_number_end=latest&limit=100",
 				tags: ["transfers"],
-				params: pathParams,
+				params: pathParams("The wallet whose transfers are listed, as sender or recipient."),
 				querystring: z
 					.object({
 						...listQuery,
-						direction: direction.optional(),
-						origin: addressParam.optional(),
-						counterparty: addressParam.optional(),
-						asset_type: assetList.optional(),
-						contract: addressList.optional(),
+						direction: direction(
+							"`incoming`: transfers to the address (it is the recipient); `outgoing`: from it (the sender). Default: both.",
+						).optional(),
+						origin: describedAs(
+							addressParam,
+							"Only transfers inside transactions sent by this address (the transaction's from).",
+						).optional(),
+						counterparty: describedAs(
+							addressParam,
+							"Only transfers whose other side (the sender of an incoming one, the recipient of an outgoing one) is this address.",
+						).optional(),
+						asset_type: assetTypes("`ft`", { schema: { default: ["ft"] } }).optional(),
+						contract: describedAs(
+							addressList,
+							"Only transfers of these token contracts, comma-separated, at most 20. Not with `asset_type=native` alone.",
+						).optional(),
 					})
 					.strict(),
 			},
@@ -83,13 +101,21 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"Transactions sent (outgoing) or received (incoming) by the address, optionally with their logs. Example: /eip155-1/v1/address/0x.../txs?direction=outgoing&include_logs=true&limit=100",
 				tags: ["transactions"],
-				params: pathParams,
+				params: pathParams("The wallet whose transactions are listed, as sender (from) or recipient (to)."),
 				querystring: z
 					.object({
 						...listQuery,
-						direction: direction.optional(),
-						counterparty: addressParam.optional(),
-						include_logs: booleanParam.optional(),
+						direction: direction(
+							"`outgoing`: transactions the address sent (it is from); `incoming`: sent to it (it is to). Default: both.",
+						).optional(),
+						counterparty: describedAs(
+							addressParam,
+							"Only transactions whose other side (to of an outgoing one, from of an incoming one) is this address.",
+						).optional(),
+						include_logs: describedAs(
+							booleanParam,
+							"`true`: each transaction with its receipt's logs, in order.",
+						).optional(),
 					})
 					.strict(),
 			},

@@ -7,9 +7,10 @@ import { type TokenMeta, tokenMetas } from "../../query/tokens.js";
 import { PARTS, withDecimals } from "../../store/amounts.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
-import { asOf, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
+import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
 import { asOfEnvelope, DEFAULT_LIMIT } from "../list-reply.js";
-import { addressParam, blockNumberParam } from "../params.js";
+import { describedAs } from "../param-docs.js";
+import { addressParam, EXAMPLE } from "../params.js";
 import { sendList } from "../send-list.js";
 
 /*
@@ -41,6 +42,9 @@ const TOKEN_HOLDER_COLUMNS = ["id", "address", ...AMOUNT];
 /** `raw` with the token's decimals applied (as is where they are unknown). */
 const calculated = (raw: bigint, meta: TokenMeta | undefined) => withDecimals(raw, meta?.decimals ?? 0);
 
+const wallet = describedAs(addressParam, "The wallet.");
+const token = describedAs(addressParam, "The ERC-20 token contract.", { example: EXAMPLE.token });
+
 export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();
 
@@ -52,7 +56,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"Every ERC-20 token the address holds (non-zero balances), by token address, at the head or as of block_number, summed exactly from the token transfers stored. Example: /balances/eip155-1/v1/addresses/0x.../tokens?block_number=18000000",
 				tags: ["balances"],
-				params: z.object({ chain_id: chainParam, address: addressParam }),
+				params: z.object({ chain_id: chainParam, address: wallet }),
 				querystring: z.object(pageQuery).strict(),
 			},
 		},
@@ -99,7 +103,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"Every address holding the token (non-zero balances), largest balance first, then by address, at the head or as of block_number. Example: /balances/eip155-1/v1/tokens/0x.../holders?limit=100",
 				tags: ["balances"],
-				params: z.object({ chain_id: chainParam, contract: addressParam }),
+				params: z.object({ chain_id: chainParam, contract: token }),
 				querystring: z.object(pageQuery).strict(),
 			},
 		},
@@ -139,8 +143,8 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"The token's supply at the head or as of block_number: what was minted (transferred from the zero address) minus what was burnt (transferred to it). Example: /balances/eip155-1/v1/tokens/0x...",
 				tags: ["balances"],
-				params: z.object({ chain_id: chainParam, contract: addressParam }),
-				querystring: z.object({ block_number: blockNumberParam.optional() }).strict(),
+				params: z.object({ chain_id: chainParam, contract: token }),
+				querystring: z.object({ block_number: asOfBlockParam.optional() }).strict(),
 			},
 		},
 		async (req) => {
@@ -165,8 +169,8 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"The account's native currency balance in wei at the head or as of block_number: its genesis allocation plus every value transfer (internal ones included, from traces), gas fee, fee tip, withdrawal and block reward since. Needs traces. Example: /balances/eip155-1/v1/addresses/0x.../native?block_number=18000000",
 				tags: ["balances"],
-				params: z.object({ chain_id: chainParam, address: addressParam }),
-				querystring: z.object({ block_number: blockNumberParam.optional() }).strict(),
+				params: z.object({ chain_id: chainParam, address: describedAs(addressParam, "The account.") }),
+				querystring: z.object({ block_number: asOfBlockParam.optional() }).strict(),
 			},
 		},
 		async (req) => {

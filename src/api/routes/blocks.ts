@@ -5,7 +5,8 @@ import { findBlockByHash, findGhostBlock, latestBlock, listBlocks } from "../../
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
 import { DEFAULT_LIMIT, envelope } from "../list-reply.js";
-import { chainParams, hashParam, listQuery } from "../params.js";
+import { describedAs } from "../param-docs.js";
+import { chainParams, EXAMPLE, hashParam, listQuery } from "../params.js";
 import { headBlock, resolveRange } from "../range.js";
 import { BLOCK_COLUMNS, blockRecord } from "../records.js";
 import { sendList } from "../send-list.js";
@@ -42,7 +43,9 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"A canonical block, or a block reorged out of the chain (ghost: true). Example: /eip155-1/v1/blocks/0x<64 hex digits>",
 				tags: ["blocks"],
-				params: chainParams.extend({ block_hash: hashParam }),
+				params: chainParams.extend({
+					block_hash: describedAs(hashParam, "The block's hash.", { example: EXAMPLE.block }),
+				}),
 				querystring: z.object({}).strict(),
 			},
 		},
@@ -70,7 +73,11 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 				querystring: z
 					.object({
 						...listQuery,
-						offset: hashParam.optional(),
+						offset: describedAs(
+							hashParam,
+							"Where the page starts: `range.next_offset` of the previous page (the hash of its last block), with the same range. Omit for the first page.",
+							{ example: EXAMPLE.block },
+						).optional(),
 					})
 					.strict(),
 			},

@@ -10,9 +10,10 @@ import { findTransfers, type TransferFilter } from "../../query/transfers.js";
 import { amountOf, LIMBS } from "../../store/amounts.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
-import { asOf, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
+import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
 import { asOfEnvelope, DEFAULT_LIMIT, pageOf } from "../list-reply.js";
-import { addressParam, blockNumberParam, booleanParam, type ListQuery, listQuery } from "../params.js";
+import { describedAs, documented } from "../param-docs.js";
+import { addressParam, booleanParam, EXAMPLE, type ListQuery, listQuery } from "../params.js";
 import { type ResolvedRange, resolveRange } from "../range.js";
 import { sendList } from "../send-list.js";
 import { tokenContent } from "../token-uri.js";
@@ -25,13 +26,27 @@ import { tokenContent } from "../token-uri.js";
  * (store/token-metadata.ts). No price source: sale_price is null.
  */
 
-const tokenIdParam = z.string().regex(/^\d{1,78}$/, "must be a token id: a decimal number");
+// A uint256 in decimal: a string of digits, as a JSON number would round it past 2^53.
+const tokenIdParam = documented(z.string().regex(/^\d{1,78}$/, "must be a token id: a decimal number"), {
+	schema: { type: "string", pattern: "^\\d{1,78}$" },
+	description: "The token id, in decimal (a uint256: up to 78 digits).",
+	example: "5340",
+});
 const supplemental = {
-	metadata: booleanParam.optional(),
-	sale_price: booleanParam.optional(),
+	metadata: describedAs(
+		booleanParam,
+		"`true`: fill each item's `metadata` (the token URI and, for a `data:` URI, its content).",
+	).optional(),
+	sale_price: describedAs(booleanParam, "Accepted; `sale_price` is always null (no price source).").optional(),
 };
-const path = () => z.object({ chain_id: chainParam, address: addressParam });
-const tokenPath = () => z.object({ chain_id: chainParam, address: addressParam, token_id: tokenIdParam });
+/** Only this collection's tokens: inventory and an address's history. */
+const contractFilter = () =>
+	describedAs(addressParam, "Only tokens of this collection.", { example: EXAMPLE.collection });
+const walletPath = () => z.object({ chain_id: chainParam, address: describedAs(addressParam, "The wallet.") });
+const collectionParam = () =>
+	describedAs(addressParam, "The collection's contract (ERC-721 or ERC-1155).", { example: EXAMPLE.collection });
+const collectionPath = () => z.object({ chain_id: chainParam, address: collectionParam() });
+const tokenPath = () => z.object({ chain_id: chainParam, address: collectionParam(), token_id: tokenIdParam });
 
 const collection = (address: string, meta: TokenMeta | undefined, standard?: string) => ({
 	address,
@@ -219,8 +234,8 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"Every ERC-721 and ERC-1155 token the address holds (positive amounts) at the head or as of block_number, by collection then token id, each with the transfer that brought it. Example: /nft/eip155-1/v1/0x.../inventory?metadata=true",
 				tags: ["nft"],
-				params: path(),
-				querystring: z.object({ ...pageQuery, ...supplemental, contract: addressParam.optional() }).strict(),
+				params: walletPath(),
+				querystring: z.object({ ...pageQuery, ...supplemental, contract: contractFilter().optional() }).strict(),
 			},
 		},
 		async (req, reply) => {
@@ -278,7 +293,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"Every (token id, holder) of the collection with a positive amount, at the head or as of block_number, by token id then holder, each with the transfer that brought it. Example: /nft/eip155-1/v1/0x.../owner",
 				tags: ["nft"],
-				params: path(),
+				params: collectionPath(),
 				querystring: z.object({ ...pageQuery, ...supplemental }).strict(),
 			},
 		},
@@ -336,8 +351,8 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"ERC-721 and ERC-1155 transfers the address sent or received, one item per token id (a batch gives several), in chain order. Example: /nft/eip155-1/v1/0x.../history?contract=0x...",
 				tags: ["nft"],
-				params: path(),
-				querystring: z.object({ ...listQuery, ...supplemental, contract: addressParam.optional() }).strict(),
+				params: walletPath(),
+				querystring: z.object({ ...listQuery, ...supplemental, contract: contractFilter().optional() }).strict(),
 			},
 		},
 		async (req, reply) => {
@@ -385,7 +400,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 					"The token's URI (tokenURI or uri, read from the node) and what it holds (data: URIs decoded; remote ones fetched only where CHAINLAKE_FETCH_TOKEN_URIS=1), its collection, and its last transfer at or before block_number. Example: /nft/eip155-1/v1/0x.../5340/metadata",
 				tags: ["nft"],
 				params: tokenPath(),
-				querystring: z.object({ block_number: blockNumberParam.optional() }).strict(),
+				querystring: z.object({ block_number: asOfBlockParam.optional() }).strict(),
 			},
 		},
 		async (req) => {
@@ -421,7 +436,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				description:
 					"The collection's standard, name and symbol (read from the node) and its supply at the head: tokens minted minus burnt (for ERC-1155, amounts summed over ids). Example: /nft/eip155-1/v1/0x.../contract-data",
 				tags: ["nft"],
-				params: path(),
+				params: collectionPath(),
 			},
 		},
 		async (req) => {
@@ -437,12 +452,30 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				sums.window,
 				sums.key,
 			);
-			if (!meta?.standard && Number(row?.ids ?? 0) === 0)
+			const standard = await nftStandard(db, contract, meta, n);
+			if (!standard && Number(row?.ids ?? 0) === 0)
 				throw notFound("COLLECTION_NOT_FOUND", `${contract} has no ERC-721 or ERC-1155 transfers in blocks 0..${n}`);
 			const supply = -amountOf(LIMBS.map((l) => (row?.[l] as string | null) ?? null));
-			return { ...collection(contract, meta), total_supply: supply.toString() };
+			return { ...collection(contract, meta), standard: standard ?? "unknown", total_supply: supply.toString() };
 		},
 	);
+}
+
+/**
+ * A collection's standard as its items show it (erc721 or erc1155): the metadata's where read,
+ * else that of its latest NFT transfer up to block `n` (the metadata is read only once the
+ * token's first blocks are settled, and the items already say what their transfers were);
+ * undefined for an address that moved no NFT.
+ */
+async function nftStandard(db: Snapshot, contract: string, meta: TokenMeta | undefined, n: number) {
+	if (meta?.standard === "erc721" || meta?.standard === "erc1155") return meta.standard;
+	const last = await findTransfers(
+		db,
+		{ token: contract, assets: ["nft"] },
+		{ start: 0, end: n, limit: 1, order: "desc" },
+	);
+	const standard = last.rows[0]?.token_standard;
+	return typeof standard === "string" ? standard : undefined;
 }
 
 /** The inventory's `transfer`: the arrival, or nulls where none was found (cannot happen for a

@@ -12,6 +12,7 @@ import {
 } from "../../query/user-sql.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError } from "../errors.js";
+import { documented } from "../param-docs.js";
 import { chainParams } from "../params.js";
 import { stringifyExact } from "../records.js";
 import { arrowTable, csvCell } from "../send-list.js";
@@ -27,6 +28,12 @@ export const SQL_MS_PER_REQUEST = 100;
 
 const FORMATS = ["json", "ndjson", "csv", "arrow", "parquet"] as const;
 type SqlFormat = (typeof FORMATS)[number];
+const formatParam = documented(z.enum(FORMATS), {
+	schema: { type: "string", enum: [...FORMATS] },
+	description:
+		"The answer's format: JSON `{columns, items, row_count, elapsed_ms}`, NDJSON, CSV, an Arrow IPC stream or Parquet. Default: what the Accept header asks for, else `json`.",
+	example: "csv",
+});
 
 const MEDIA: Record<SqlFormat, string> = {
 	json: "application/json; charset=utf-8",
@@ -118,7 +125,7 @@ export function sqlRoutes(app: FastifyInstance, ctx: ApiContext, opts: SqlEndpoi
 					'One read-only SELECT over the views blocks, transactions, logs, traces, transfers, contract_creations, self_destructs, token_metadata, token_uris, opening_balances and chunks (data/README.md has their columns; every uint256 column c also has c_d38 DECIMAL(38,0) and c_f64 DOUBLE). Body: the statement as text/plain, or JSON {"sql": "..."}. Answer: JSON {columns, items, row_count, elapsed_ms}, or NDJSON, CSV, Arrow or Parquet by format= or Accept. Limits (time, memory, rows, bytes, length, one statement) answer 400 or 503 saying which. Off unless the server runs with --sql (CHAINLAKE_SQL=1): then 403 SQL_DISABLED. Example: curl -X POST -H "authorization: Bearer $KEY" -H "content-type: text/plain" --data "SELECT count(*) FROM transfers" /eip155-1/v1/sql',
 				tags: ["sql"],
 				params: chainParams,
-				querystring: z.object({ format: z.enum(FORMATS).optional() }).strict(),
+				querystring: z.object({ format: formatParam.optional() }).strict(),
 			},
 		},
 		async (req, reply) => {

@@ -1,41 +1,73 @@
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { callsOfTransaction } from "../../query/contracts.js";
 import { findTransaction, logsOfTransactions } from "../../query/transactions.js";
 import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
-import { chainParams, hashParam } from "../params.js";
-import { transactionRecord } from "../records.js";
+import { describedAs } from "../param-docs.js";
+import { booleanParam, chainParams, hashParam } from "../params.js";
+import { internalCallRecord, logRecord, transactionRecord } from "../records.js";
+import { requireTraces } from "./contracts.js";
 
-const txParams = chainParams.extend({ transaction_hash: hashParam });
+const txParams = chainParams.extend({ transaction_hash: describedAs(hashParam, "The transaction's hash.") });
 
 export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();
 
-	// `/txs/{hash}/logs` answers like `/txs/{hash}`: the original service returns the transaction
-	// with its logs there (the official clients' getTransactionWithLogs reads it so), not a list.
-	for (const [suffix, summary] of [
-		["", "Transaction by hash, with its logs"],
-		["/logs", "Transaction with its logs (as /txs/{hash})"],
-	] as const) {
-		r.get(
-			`/:chain_id/v1/txs/:transaction_hash${suffix}`,
-			{
-				schema: {
-					summary,
-					description: `The transaction with its receipt fields and the receipt's logs in order. Example: /eip155-1/v1/txs/0x<64 hex digits>${suffix}`,
-					tags: ["transactions"],
-					params: txParams,
-					querystring: z.object({}).strict(),
-				},
+	r.get(
+		"/:chain_id/v1/txs/:transaction_hash",
+		{
+			schema: {
+				summary: "Transaction by hash, with its logs",
+				description:
+					"The transaction with its receipt fields and the receipt's logs in order. Example: /eip155-1/v1/txs/0x<64 hex digits>",
+				tags: ["transactions"],
+				params: txParams,
+				querystring: z.object({}).strict(),
 			},
-			async (req) => {
-				const db = openChain(ctx, req.params.chain_id);
-				const chain = db.chain;
-				const tx = await findTransaction(db, req.params.transaction_hash);
-				if (!tx) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${chain}`);
-				return transactionRecord(tx, await logsOfTransactions(db, [tx]));
+		},
+		async (req) => {
+			const db = openChain(ctx, req.params.chain_id);
+			const tx = await findTransaction(db, req.params.transaction_hash);
+			if (!tx) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${db.chain}`);
+			return transactionRecord(tx, await logsOfTransactions(db, [tx]));
+		},
+	);
+
+	// The official clients' getTransactionInternals: the transaction with its internals in
+	// `logs`, as the original service answers it: the call frames (op_code CALL, STATICCALL,
+	// DELEGATECALL, CALLCODE, CREATE, CREATE2, SELFDESTRUCT) then the receipt's logs (LOG0..LOG4).
+	r.get(
+		"/:chain_id/v1/txs/:transaction_hash/logs",
+		{
+			schema: {
+				summary: "Transaction internals: its calls and its logs",
+				description:
+					"The transaction as /txs/{hash}, its `logs` holding first its call frames from traces in execution order (depth first; the top-level call included), then the receipt's logs in order. Reverted frames (a failed transaction's, or a call that reverted inside a successful one) only with include_failed_calls=true (default false). A chain exported without traces lists the logs alone (include_failed_calls=true then answers 503 TRACES_UNAVAILABLE). Example: /eip155-1/v1/txs/0x<64 hex digits>/logs?include_failed_calls=true",
+				tags: ["transactions"],
+				params: txParams,
+				querystring: z
+					.object({
+						include_failed_calls: describedAs(
+							booleanParam,
+							"`true`: list the frames that reverted too (`status: false`). Default `false`.",
+						).optional(),
+					})
+					.strict(),
 			},
-		);
-	}
+		},
+		async (req) => {
+			const db = openChain(ctx, req.params.chain_id);
+			const includeFailed = req.query.include_failed_calls ?? false;
+			if (includeFailed) requireTraces(db, "traces");
+			const tx = await findTransaction(db, req.params.transaction_hash);
+			if (!tx) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${db.chain}`);
+			const [calls, logs] = await Promise.all([
+				db.hasDataset("traces") ? callsOfTransaction(db, tx, includeFailed) : [],
+				logsOfTransactions(db, [tx]),
+			]);
+			return { ...transactionRecord(tx), logs: [...calls.map(internalCallRecord), ...logs.map(logRecord)] };
+		},
+	);
 }
