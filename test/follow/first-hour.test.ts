@@ -83,7 +83,9 @@ describe("npm start, as a newcomer meets it", () => {
 		expect(second.code).toBe(1);
 		const lines = second.stderr.trim().split("\n");
 		expect(lines).toHaveLength(1);
-		expect(lines[0]).toContain(`error [DATA_DIR_LOCKED]: ${demoDir} is in use: pid ${demo.pid} (npm start) is writing ${demoDir}`);
+		expect(lines[0]).toContain(
+			`error [DATA_DIR_LOCKED]: ${demoDir} is in use: pid ${demo.pid} (npm start) is writing ${demoDir}`,
+		);
 		expect(lines[0]).toContain("nothing was deleted");
 		expect(lines[0]).toContain(`kill ${demo.pid}`);
 		expect(lines[0]).toContain(`CHAINLAKE_DEMO_DIR=${demoDir}-2`);
