@@ -87,7 +87,15 @@ const options = {
 	verbose: { type: "boolean", default: false },
 } as const;
 
-runCli({ usage: USAGE, dataDir: () => dataDir }, async (argv) => {
+// npm start takes its port and folder from the environment: the fixes name those variables.
+const spec = {
+	usage: USAGE,
+	dataDir: () => dataDir,
+	portFlag: "PORT=<n> npm start",
+	dataDirFlag: external ? "CHAINLAKE_DATA_DIR" : "CHAINLAKE_DEMO_DIR",
+};
+
+runCli(spec, async (argv) => {
 	const { values } = parseArgs({ args: argv, options });
 	const verbose = values.verbose || process.env.CHAINLAKE_VERBOSE === "1";
 	const logger = createLogger({ verbose });

@@ -101,6 +101,17 @@ describe("npm start, as a newcomer meets it", () => {
 		expect(existsSync(join(demoDir, CHAIN_ID, "_manifest.json"))).toBe(true);
 	}, 120_000);
 
+	it("npm start on a taken port says so and names PORT, with no stack", async () => {
+		// The first demo holds `port`: a second demo in its own folder meets it taken.
+		const r = await runScript("start.ts", [], { PORT: port, CHAINLAKE_DEMO_DIR: join(root, "demo-taken-port") });
+		expect(r.code, r.stderr).toBe(1);
+		expect(r.stderr).not.toMatch(/\n\s+at /);
+		const failure = r.stderr.trim().split("\n").slice(-2);
+		expect(failure[0]).toBe(`error: port ${port} on 127.0.0.1 is taken by another process`);
+		expect(failure[1]).toContain("PORT=<n> npm start");
+		expect(r.stdout).not.toContain("chainlake is serving");
+	}, 120_000);
+
 	it("a backfill into the demo's folder is refused, naming the demo", async () => {
 		const r = await runScript("backfill.ts", [
 			...["--chain", CHAIN_ID, "--rpc", anvilUrl, "--from", "0", "--to", "3", "--data-dir", demoDir],
