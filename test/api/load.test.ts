@@ -9,6 +9,7 @@ import type { Scale } from "../../src/synth/scales.js";
 import { writeSynthChain } from "../../src/synth/synth.js";
 import { computeTargets } from "../../src/synth/targets.js";
 import { parseChainId } from "../../src/util/chain.js";
+import { deadUrl } from "../helpers/scripted-rpc.js";
 
 /**
  * The fast version of the load test (`npm run soak` runs the long one, 60 s on dataset M): 200
@@ -32,8 +33,9 @@ beforeAll(async () => {
 	await writeSynthChain({ scale: SCALE, chain: CHAIN, dataDir: root, partitionSize: SCALE.partitionSize });
 	const targets = await computeTargets(root, CHAIN.id);
 	paths = mixedPaths(targets).map((p) => `/${CHAIN.id}/v1${p}`);
-	// A port of our own for the service process (it must be known before it listens).
-	service = await startService(root, 20_000 + Math.floor(Math.random() * 20_000), KEY);
+	// A port of our own for the service process (it must be known before it listens): one the
+	// system just gave out as free (a random pick could land on another test's connection).
+	service = await startService(root, Number(new URL(await deadUrl()).port), KEY);
 	result = await runLoad({
 		base: service.base,
 		key: KEY,
