@@ -15,7 +15,6 @@
  * Ctrl-C stops everything: the activity, then the follower, the API, and anvil last.
  */
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
@@ -30,7 +29,7 @@ import { claimAndClearFolder } from "../src/store/clear-folder.js";
 import { chainDir } from "../src/store/layout.js";
 import { acquireWriteLock, DataDirLockedError } from "../src/store/lock.js";
 import { parseChainId } from "../src/util/chain.js";
-import { runCli } from "../src/util/cli.js";
+import { demoDir, runCli } from "../src/util/cli.js";
 import { ChainlakeError } from "../src/util/errors.js";
 import { createLogger } from "../src/util/logger.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
@@ -108,7 +107,7 @@ runCli(spec, async (argv) => {
 	let releaseFolder: (() => void) | undefined;
 	const dir = external
 		? (process.env.CHAINLAKE_DATA_DIR ?? "data")
-		: (process.env.CHAINLAKE_DEMO_DIR ?? join("data", "demo"));
+		: demoDir();
 	dataDir = dir;
 
 	if (external) {
