@@ -105,9 +105,7 @@ runCli(spec, async (argv) => {
 	let startBlock: number | undefined;
 	/** The demo folder's write lock, held until the end (store/clear-folder.ts). */
 	let releaseFolder: (() => void) | undefined;
-	const dir = external
-		? (process.env.CHAINLAKE_DATA_DIR ?? "data")
-		: demoDir();
+	const dir = external ? (process.env.CHAINLAKE_DATA_DIR ?? "data") : demoDir();
 	dataDir = dir;
 
 	if (external) {
