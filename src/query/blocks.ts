@@ -1,15 +1,23 @@
 import { type ListResult, listRows, type Page } from "./list.js";
+import { decodeBlockRecord } from "./records-decode.js";
 import type { Row, Snapshot } from "./store.js";
+import { everyChunkHas } from "./transactions.js";
 
 /** The columns a block record needs. The nonce (DECIMAL(20,0): it can pass 2^63) as exact text: the
  * DuckDB client converts DECIMAL to a JS double, which rounds above 2^53. */
 export const BLOCK_COLUMNS =
 	"number, hash, parent_hash, timestamp, nonce::VARCHAR AS nonce, gas_used, mix_hash, gas_limit, difficulty, extra_data, logs_bloom, state_root, sha3_uncles, receipts_root, total_difficulty, transactions_root, miner, base_fee_per_gas, size, transaction_count";
 
-/** A block by hash: from the covering hash index where every chunk has it (see findTransaction). */
+/**
+ * A block by hash: one read of its record where every chunk has `block_records` (see
+ * findTransactionWithLogs); else the older hash index, or the blocks files.
+ */
 export async function findBlockByHash(db: Snapshot, hash: string): Promise<Row | undefined> {
-	const indexed = db.chunks().every((c) => !c.datasets.includes("blocks") || db.indexed("blocks_by_hash", c));
-	const [row] = indexed
+	if (everyChunkHas(db, "blocks", "block_records")) {
+		const [row] = await db.query("SELECT record FROM {block_records} WHERE hash = $hash", { hash }, undefined, hash);
+		return row ? decodeBlockRecord(hash, row.record as string) : undefined;
+	}
+	const [row] = everyChunkHas(db, "blocks", "blocks_by_hash")
 		? await db.query(`SELECT ${BLOCK_COLUMNS} FROM {blocks_by_hash} WHERE hash = $hash`, { hash }, undefined, hash)
 		: await db.query(`SELECT ${BLOCK_COLUMNS} FROM {blocks} WHERE hash = $hash`, { hash });
 	return row;

@@ -1,5 +1,7 @@
+import type { IndexName } from "../store/indexes.js";
 import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
+import { decodeTransactionRecord } from "./records-decode.js";
 import type { Params, Row, Snapshot } from "./store.js";
 
 export const TX_COLUMNS =
@@ -23,16 +25,38 @@ export function findWalletTransactions(db: Snapshot, f: WalletTxFilter, page: Pa
 	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where: all, params, index }, page);
 }
 
+/** Whether every chunk with `dataset` has `index` (its own file or a run): then the index answers alone. */
+export const everyChunkHas = (db: Snapshot, dataset: "transactions" | "blocks", index: IndexName): boolean =>
+	db.chunks().every((c) => !c.datasets.includes(dataset) || db.indexed(index, c));
+
 /**
- * A transaction by hash: from the covering hash index (one small row group of the runs whose key
- * filter admits the hash; a missing hash usually reads no file at all) where every chunk has
- * it, else from the transactions files (older folders until `npm run reindex`).
+ * A transaction by hash with its logs: one read of its record (store/lookup-records.ts: two
+ * columns of one small row group of the runs whose key filter admits the hash; a missing hash
+ * usually reads no file at all) where every chunk has `transaction_records`; else, in folders
+ * written before it until `npm run reindex`, the row from the older hash index or the
+ * transactions files, then its logs from the logs files.
  */
+export async function findTransactionWithLogs(
+	db: Snapshot,
+	hash: string,
+): Promise<{ tx: Row; logs: Row[] } | undefined> {
+	if (everyChunkHas(db, "transactions", "transaction_records")) {
+		const [row] = await db.query(
+			"SELECT record FROM {transaction_records} WHERE hash = $hash",
+			{ hash },
+			undefined,
+			hash,
+		);
+		return row ? decodeTransactionRecord(hash, row.record as string) : undefined;
+	}
+	const tx = await findTransaction(db, hash);
+	return tx ? { tx, logs: await logsOfTransactions(db, [tx]) } : undefined;
+}
+
+/** A transaction by hash, without its logs (see findTransactionWithLogs). */
 export async function findTransaction(db: Snapshot, hash: string): Promise<Row | undefined> {
-	const indexed = db
-		.chunks()
-		.every((c) => !c.datasets.includes("transactions") || db.indexed("transactions_by_hash", c));
-	const [row] = indexed
+	if (everyChunkHas(db, "transactions", "transaction_records")) return (await findTransactionWithLogs(db, hash))?.tx;
+	const [row] = everyChunkHas(db, "transactions", "transactions_by_hash")
 		? await db.query(`SELECT ${TX_COLUMNS} FROM {transactions_by_hash} WHERE hash = $hash`, { hash }, undefined, hash)
 		: await db.query(`SELECT ${TX_COLUMNS} FROM {transactions} WHERE transaction_hash = $hash`, { hash });
 	return row;

@@ -126,9 +126,10 @@ export function dataReadme(): string {
 		const columns = def.columns
 			? `columns ${Object.entries(def.columns)
 					.map(([c, t]) => `\`${c}\` ${t}`)
-					.join(", ")}, from \`${def.source}\`, derived in the background after the chunk is written`
+					.join(", ")}, from \`${[def.source, ...(def.also ?? [])].join("` and `")}\`${def.deferred ? ", derived in the background after the chunk is written" : ""}`
 			: `the columns of \`${def.source}\`${extra}`;
-		return `- \`${i}\`: ${def.doc}; ${columns}; row groups of ${def.rowGroupSize.toLocaleString("en-US")} rows.`;
+		const codec = def.compression ? `; ${def.compression}-compressed` : "";
+		return `- \`${i}\`: ${def.doc}; ${columns}; row groups of ${def.rowGroupSize.toLocaleString("en-US")} rows${codec}.`;
 	});
 	const indexSection = `## Index files and merged runs
 

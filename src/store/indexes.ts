@@ -8,6 +8,7 @@ import {
 	NATIVE_SOURCES,
 	nativeMovesSql,
 } from "./deltas.js";
+import { blockRecordsSql, RECORD_COLUMNS, transactionRecordsSql } from "./lookup-records.js";
 
 /**
  * Index files: per chunk, a copy of a dataset's rows re-sorted by address, one row per side
@@ -44,6 +45,14 @@ export interface IndexDef {
 	merge?(src: string): string;
 	/** Its columns with their types, where they are not the source's plus `key` (an empty relation's). */
 	columns?: Record<string, string>;
+	/** Parquet compression of its files (default PARQUET_OPTIONS.COMPRESSION, zstd). */
+	compression?: "zstd" | "lz4_raw" | "snappy" | "uncompressed";
+	/**
+	 * Replaced by another kind: no longer written or derived, still read where a folder written
+	 * before the replacement has it for every chunk (until `npm run reindex` writes its
+	 * replacement and drops it).
+	 */
+	replacedBy?: string;
 	doc: string;
 }
 
@@ -84,15 +93,41 @@ export const INDEXES = {
 		rowGroupSize: 16_384,
 		doc: "every transactions row once per address it involves (`address` = from_address, then to_address if different), sorted by address and id",
 	},
-	// Covering hash indexes: a lookup by hash reads one small row group of one file (chosen by
-	// the run's key filter) and needs no second read of the dataset.
+	// Lookup records (lookup-records.ts): a lookup by hash reads two columns of one small row
+	// group of one file (chosen by the run's key filter), a transaction's logs included. lz4_raw:
+	// on M a prepared lookup in a 32-row-group (hash, record) file took 3.2-3.4 ms against 6.6-7.5
+	// with zstd (issue 26), for about a third more bytes.
+	transaction_records: {
+		source: "transactions",
+		also: ["logs"],
+		select: transactionRecordsSql,
+		sortKey: "hash",
+		key: "hash",
+		rowGroupSize: 2_048,
+		columns: RECORD_COLUMNS,
+		compression: "lz4_raw",
+		doc: "every transaction (`hash`) with its record: its fields and its logs' as one JSON array (`record`; field order in the code's lookup-records.ts), sorted by hash, in small row groups: `/txs/{hash}` reads one",
+	},
+	block_records: {
+		source: "blocks",
+		select: blockRecordsSql,
+		sortKey: "hash",
+		key: "hash",
+		rowGroupSize: 2_048,
+		columns: RECORD_COLUMNS,
+		compression: "lz4_raw",
+		doc: "every block (`hash`) with its record: its fields as one JSON array (`record`), sorted by hash, in small row groups: `/blocks/{hash}` reads one",
+	},
+	// Their predecessors, full copies of the rows sorted by hash: still read in folders that have
+	// them for every chunk, until reindex replaces them.
 	transactions_by_hash: {
 		source: "transactions",
 		select: (src: string) => `SELECT transaction_hash AS hash, * FROM ${src}`,
 		sortKey: "hash",
 		key: "hash",
 		rowGroupSize: 2_048,
-		doc: "every transactions row, sorted by transaction hash (`hash`), in small row groups: a lookup by hash reads one",
+		replacedBy: "transaction_records",
+		doc: "(replaced by transaction_records; written before it) every transactions row, sorted by transaction hash (`hash`)",
 	},
 	blocks_by_hash: {
 		source: "blocks",
@@ -100,7 +135,8 @@ export const INDEXES = {
 		sortKey: "hash",
 		key: "hash",
 		rowGroupSize: 2_048,
-		doc: "every blocks row, sorted by block hash, in small row groups: a lookup by hash reads one",
+		replacedBy: "block_records",
+		doc: "(replaced by block_records; written before it) every blocks row, sorted by block hash",
 	},
 	// Balances (query/balances.ts): per chunk, and per run once merged, each holder's net change
 	// of each ERC-20 token, summed exactly (uint256 as signed 9-digit limbs: amounts.ts); by
@@ -142,12 +178,18 @@ export const INDEXES = {
 export type IndexName = keyof typeof INDEXES;
 export const INDEX_NAMES = Object.keys(INDEXES) as IndexName[];
 
-/** The indexes derived from a chunk that has files for `datasets`. */
+/** The indexes derived from a chunk that has files for `datasets` (replaced kinds are no longer). */
 export const indexesFor = (datasets: readonly DatasetName[]): IndexName[] =>
 	INDEX_NAMES.filter((i) => {
 		const def: IndexDef = INDEXES[i];
-		return [def.source, ...(def.also ?? [])].every((d) => datasets.includes(d));
+		return def.replacedBy === undefined && [def.source, ...(def.also ?? [])].every((d) => datasets.includes(d));
 	});
+
+/** The kinds no longer written, each with the kind that replaced it. */
+export const REPLACED: [IndexName, IndexName][] = INDEX_NAMES.flatMap((i) => {
+	const by = (INDEXES[i] as IndexDef).replacedBy;
+	return by ? [[i, by as IndexName]] : [];
+});
 
 const isDeferred = (i: IndexName): boolean => (INDEXES[i] as IndexDef).deferred === true;
 /** The indexes written with a chunk's files (the deferred ones come later: merges.ts). */

@@ -2,12 +2,12 @@ import { deriveIndexes } from "./chunk-store.js";
 import type { LakeSettings } from "./delta/lake-export.js";
 import { applyLakeFlags } from "./delta/lake-flags.js";
 import { ranksStep } from "./holder-ranks.js";
-import { writtenWith } from "./indexes.js";
+import { INDEXES, REPLACED, writtenWith } from "./indexes.js";
 import { filterPath } from "./key-filter.js";
 import { chainDir, partitionPath } from "./layout.js";
-import { isIndexed } from "./listing.js";
+import { isIndexed, runFiles } from "./listing.js";
 import { acquireWriteLock } from "./lock.js";
-import { loadManifest, saveManifest } from "./manifest.js";
+import { loadManifest, type Manifest, saveManifest } from "./manifest.js";
 import { deleteNow, mergeAll } from "./merges.js";
 import { createParquetWriter } from "./parquet-writer.js";
 import { createRetireLater } from "./retire-later.js";
@@ -78,6 +78,13 @@ export async function reindexChain(
 			onChunk?.(c.from, c.to);
 			done++;
 		}
+		// Index kinds a newer one replaced, once every chunk has the newer: unlisted, then deleted.
+		const replaced = dropReplaced(dataDir, manifest);
+		if (replaced.length > 0) {
+			await saveManifest(dataDir, manifest);
+			retired.retire(replaced);
+			await retired.sweep();
+		}
 		// Then the merged runs and chunks (merges.ts).
 		await mergeAll(writer, dataDir, manifest, async (files) => {
 			retired.retire(files);
@@ -91,4 +98,28 @@ export async function reindexChain(
 		writer.close();
 		release();
 	}
+}
+
+/**
+ * Unlists the files of index kinds that were replaced (indexes.ts `replacedBy`) where every chunk
+ * of their source dataset has the replacement, and returns them: the new kind answers alone, and
+ * keeping both would add its bytes to the old one's instead of replacing them.
+ */
+function dropReplaced(dataDir: string, m: Manifest): string[] {
+	const gone: string[] = [];
+	for (const [old, by] of REPLACED) {
+		const source = INDEXES[old].source;
+		if (!m.chunks.every((c) => !c.datasets.includes(source) || isIndexed(m, by, c))) continue;
+		const runs = (m.runs ?? []).filter((r) => r.index === old);
+		const chunks = m.chunks.filter((c) => c.indexes?.includes(old));
+		if (runs.length === 0 && chunks.length === 0) continue;
+		gone.push(...runFiles(dataDir, { ...m, runs }));
+		for (const c of chunks) {
+			const path = partitionPath(dataDir, m.chain, old, c);
+			gone.push(path, filterPath(path));
+			c.indexes = c.indexes?.filter((i) => i !== old);
+		}
+		m.runs = (m.runs ?? []).filter((r) => r.index !== old);
+	}
+	return gone;
 }

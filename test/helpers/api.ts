@@ -70,3 +70,20 @@ export async function startApiOnWorkload(
 }
 
 export type ApiFixture = Awaited<ReturnType<typeof startApiOnWorkload>>;
+
+/** The app over an existing folder, with key `key` (keys file `keysPath`); close() closes app and store. */
+export async function serveFolder(dataDir: string, keysPath: string, key: string = TEST_KEY) {
+	const store = await createStore(dataDir);
+	const app: FastifyInstance = await buildApp({
+		store,
+		keyring: createKeyring({ path: keysPath, envKeys: [key] }),
+		dataDir,
+	});
+	return {
+		app,
+		async close() {
+			await app.close();
+			store.close();
+		},
+	};
+}

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { callsOfTransaction } from "../../query/contracts.js";
-import { findTransaction, logsOfTransactions } from "../../query/transactions.js";
+import { findTransactionWithLogs } from "../../query/transactions.js";
 import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
 import { describedAs } from "../param-docs.js";
@@ -29,9 +29,9 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 		},
 		async (req) => {
 			const db = openChain(ctx, req.params.chain_id);
-			const tx = await findTransaction(db, req.params.transaction_hash);
-			if (!tx) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${db.chain}`);
-			return transactionRecord(tx, await logsOfTransactions(db, [tx]));
+			const found = await findTransactionWithLogs(db, req.params.transaction_hash);
+			if (!found) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${db.chain}`);
+			return transactionRecord(found.tx, found.logs);
 		},
 	);
 
@@ -61,12 +61,10 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 			const db = openChain(ctx, req.params.chain_id);
 			const includeFailed = req.query.include_failed_calls ?? false;
 			if (includeFailed) requireTraces(db, "traces");
-			const tx = await findTransaction(db, req.params.transaction_hash);
-			if (!tx) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${db.chain}`);
-			const [calls, logs] = await Promise.all([
-				db.hasDataset("traces") ? callsOfTransaction(db, tx, includeFailed) : [],
-				logsOfTransactions(db, [tx]),
-			]);
+			const found = await findTransactionWithLogs(db, req.params.transaction_hash);
+			if (!found) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${db.chain}`);
+			const { tx, logs } = found;
+			const calls = db.hasDataset("traces") ? await callsOfTransaction(db, tx, includeFailed) : [];
 			return { ...transactionRecord(tx), logs: [...calls.map(internalCallRecord), ...logs.map(logRecord)] };
 		},
 	);

@@ -1,0 +1,158 @@
+import { cp, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeKeyFilter } from "../../src/store/chunk-store.js";
+import { INDEXES } from "../../src/store/indexes.js";
+import { partitionPath } from "../../src/store/layout.js";
+import { loadManifest, saveManifest } from "../../src/store/manifest.js";
+import { createParquetWriter } from "../../src/store/parquet-writer.js";
+import { reindexChain } from "../../src/store/reindex.js";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload } from "../../src/workload/run.js";
+import { backfillInto, openViews } from "../helpers/anvil-chain.js";
+import { serveFolder } from "../helpers/api.js";
+
+/**
+ * Lookup records (src/store/lookup-records.ts): a new folder answers `/txs/{hash}`,
+ * `/txs/{hash}/logs` and `/blocks/{hash}` from `transaction_records` and `block_records`, exactly
+ * as a folder written before them answers from its full-row hash indexes and the logs files; and
+ * `npm run reindex` turns such a folder into a new one (records written, the old kinds dropped).
+ */
+const CHAIN = 31337;
+const CHAIN_ID = `eip155-${CHAIN}`;
+const KEY = "records-key";
+let anvil: AnvilInstance;
+let root: string;
+let fresh: string;
+let txHashes: string[];
+let blockHashes: string[];
+
+/** Every lookup's answer (status and body) over folder `dir`, by URL. */
+async function lookups(dir: string): Promise<Record<string, unknown>> {
+	const api = await serveFolder(dir, join(root, "keys.json"), KEY);
+	try {
+		const out: Record<string, unknown> = {};
+		const missing = `0x${"ab".repeat(32)}`;
+		const urls = [
+			...txHashes.flatMap((h) => [`/txs/${h}`, `/txs/${h}/logs`, `/txs/${h}/logs?include_failed_calls=true`]),
+			...blockHashes.map((h) => `/blocks/${h}`),
+			`/txs/${missing}`,
+			`/blocks/${missing}`,
+		];
+		for (const url of urls) {
+			const res = await api.app.inject({ url: `/${CHAIN_ID}/v1${url}`, headers: { authorization: `Bearer ${KEY}` } });
+			out[url] = { status: res.statusCode, body: res.json() };
+		}
+		return out;
+	} finally {
+		await api.close();
+	}
+}
+
+/** A copy of `fresh` as written before the records: the full-row hash indexes instead. */
+async function olderCopy(name: string): Promise<string> {
+	const dir = join(root, name);
+	await cp(fresh, dir, { recursive: true });
+	const m = await loadManifest(dir, CHAIN_ID, CHAIN);
+	const writer = await createParquetWriter();
+	try {
+		for (const c of m.chunks) {
+			for (const [old, now] of [
+				["transactions_by_hash", "transaction_records"],
+				["blocks_by_hash", "block_records"],
+			] as const) {
+				if (!c.indexes?.includes(now)) continue;
+				const path = partitionPath(dir, CHAIN_ID, old, c);
+				await writer.derive(old, (d) => partitionPath(dir, CHAIN_ID, d, c), path);
+				await writeKeyFilter(writer, path, INDEXES[old].key);
+				await rm(partitionPath(dir, CHAIN_ID, now, c));
+				await rm(`${partitionPath(dir, CHAIN_ID, now, c)}.filter`);
+				c.indexes = [...c.indexes.filter((i) => i !== now), old];
+			}
+		}
+	} finally {
+		writer.close();
+	}
+	await saveManifest(dir, m);
+	return dir;
+}
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	await runWorkload({ rpcUrl: anvil.url });
+	root = await mkdtemp(join(tmpdir(), "chainlake-records-"));
+	fresh = join(root, "fresh");
+	await backfillInto(fresh, anvil.url, CHAIN, { traces: "parity", partitionSize: 8 });
+	const views = await openViews(fresh, CHAIN);
+	try {
+		txHashes = (await views.rows("SELECT transaction_hash AS h FROM transactions ORDER BY id")).map((r) => String(r.h));
+		blockHashes = (await views.rows("SELECT hash AS h FROM blocks ORDER BY number")).map((r) => String(r.h));
+	} finally {
+		views.close();
+	}
+}, 180_000);
+
+afterAll(async () => {
+	await anvil?.stop();
+	if (root) await rm(root, { recursive: true, force: true });
+});
+
+describe("lookup records", () => {
+	it("a new folder lists the record indexes for every chunk, and not the full-row hash indexes", async () => {
+		const m = await loadManifest(fresh, CHAIN_ID, CHAIN);
+		expect(m.chunks.length).toBeGreaterThan(3);
+		for (const c of m.chunks) {
+			expect(c.indexes).toContain("transaction_records");
+			expect(c.indexes).toContain("block_records");
+			expect(c.indexes).not.toContain("transactions_by_hash");
+			expect(c.indexes).not.toContain("blocks_by_hash");
+		}
+		// Two columns, lz4_raw, row groups of at most 2,048 rows, min/max statistics on the hash.
+		const views = await openViews(fresh, CHAIN);
+		try {
+			const c = m.chunks.find((x) => (x.rows.transactions ?? 0) > 0);
+			const file = partitionPath(fresh, CHAIN_ID, "transaction_records", c as (typeof m.chunks)[number]);
+			const meta = await views.rows(
+				"SELECT path_in_schema AS col, compression, row_group_num_rows AS n, stats_min_value AS lo FROM parquet_metadata($f)",
+				{ f: file },
+			);
+			expect(new Set(meta.map((r) => r.col))).toEqual(new Set(["hash", "record"]));
+			for (const r of meta) {
+				expect(r.compression).toBe("LZ4_RAW");
+				expect(Number(r.n)).toBeLessThanOrEqual(2048);
+			}
+			expect(meta.find((r) => r.col === "hash")?.lo).toMatch(/^0x[0-9a-f]{64}$/);
+		} finally {
+			views.close();
+		}
+	});
+
+	it("answers every transaction, its logs and every block exactly as a folder written before them; reindex upgrades that folder", async () => {
+		expect(txHashes.length).toBeGreaterThan(30);
+		const now = await lookups(fresh);
+		// Some transactions have logs, and every hash answers 200.
+		const withLogs = txHashes.filter(
+			(h) => ((now[`/txs/${h}`] as { body: { logs: unknown[] } }).body.logs?.length ?? 0) > 0,
+		);
+		expect(withLogs.length).toBeGreaterThan(5);
+		for (const h of txHashes) expect((now[`/txs/${h}`] as { status: number }).status).toBe(200);
+		expect((now[`/txs/0x${"ab".repeat(32)}`] as { status: number }).status).toBe(404);
+
+		const older = await olderCopy("older");
+		const before = await loadManifest(older, CHAIN_ID, CHAIN);
+		expect(before.chunks.some((c) => c.indexes?.includes("transactions_by_hash"))).toBe(true);
+		expect(before.chunks.some((c) => c.indexes?.includes("transaction_records"))).toBe(false);
+		expect(await lookups(older)).toEqual(now);
+
+		await reindexChain(older, { id: CHAIN_ID, number: CHAIN });
+		const after = await loadManifest(older, CHAIN_ID, CHAIN);
+		for (const c of after.chunks) {
+			expect(c.indexes).toContain("transaction_records");
+			expect(c.indexes).not.toContain("transactions_by_hash");
+			expect(c.indexes).not.toContain("blocks_by_hash");
+		}
+		expect(after.runs?.some((r) => r.index === "transactions_by_hash" || r.index === "blocks_by_hash")).toBeFalsy();
+		expect(await lookups(older)).toEqual(now);
+	});
+});
