@@ -126,7 +126,9 @@ export function dataReadme(): string {
 		const columns = def.columns
 			? `columns ${Object.entries(def.columns)
 					.map(([c, t]) => `\`${c}\` ${t}`)
-					.join(", ")}, from \`${[def.source, ...(def.also ?? [])].join("` and `")}\`${def.deferred ? ", derived in the background after the chunk is written" : ""}`
+					.join(
+						", ",
+					)}, from \`${[def.source, ...(def.also ?? [])].join("` and `")}\`${def.deferred ? ", derived in the background after the chunk is written" : ""}`
 			: `the columns of \`${def.source}\`${extra}`;
 		const codec = def.compression ? `; ${def.compression}-compressed` : "";
 		return `- \`${i}\`: ${def.doc}; ${columns}; row groups of ${def.rowGroupSize.toLocaleString("en-US")} rows${codec}.`;
