@@ -18,6 +18,7 @@ import type { RemoteStatus } from "../remote/remote-lake.js";
 import { authenticate } from "./auth.js";
 import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
+import { httpCache } from "./http-cache.js";
 import type { Keyring } from "./keys.js";
 import { createMetrics, type FollowSource } from "./metrics.js";
 import { paramDocsTransform } from "./param-docs.js";
@@ -144,6 +145,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		req.caller = identity;
 		if (limiter) enforceRateLimit(limiter, identity, reply);
 	});
+
+	// ETag, If-None-Match and Cache-Control on the data routes (after the key check above).
+	httpCache(app, ctx);
 
 	app.addHook("onResponse", async (req, reply) => {
 		metrics.observe(req.routeOptions.url ?? "unmatched", reply.elapsedTime / 1000);

@@ -45,8 +45,9 @@ export function securityHeaders(app: FastifyInstance, basePath: string) {
 			.header("Referrer-Policy", "no-referrer")
 			.header("X-Frame-Options", "DENY")
 			.header("Content-Security-Policy", docs ? DOCS_CSP : API_CSP);
-		// Answers depend on the key and on a moving chain head: no shared or browser cache may keep
-		// them. The docs' static files keep the caching @fastify/static gives them.
+		// Nothing is kept by default: errors, health and the SQL endpoint. Data answers get their
+		// ETag and Cache-Control after this (api/http-cache.ts); the docs' static files keep the
+		// caching @fastify/static gives them.
 		if (!docs) reply.header("Cache-Control", "no-store");
 		reply.removeHeader("X-Powered-By");
 		reply.removeHeader("Server");

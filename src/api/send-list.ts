@@ -2,6 +2,7 @@ import { Readable } from "node:stream";
 import { Bool, type DataType, Float64, Int64, Table, tableToIPC, Uint64, Utf8, vectorFromArray } from "apache-arrow";
 import type { FastifyReply } from "fastify";
 import { ApiError } from "./errors.js";
+import { immutableUpTo } from "./http-cache.js";
 import { type ColumnKind, columnKind, flattenItem } from "./list-columns.js";
 import { stringifyExact } from "./records.js";
 
@@ -53,6 +54,8 @@ export function sendList(
 	columns: readonly string[],
 ) {
 	const chosen = listFormat(format, reply.request.headers.accept);
+	// A page whose blocks are all final never changes (api/http-cache.ts).
+	immutableUpTo(reply, body.range.end_block);
 	const cap = reply.server.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
 	if (chosen === "json") {
 		const text = stringifyExact(body);

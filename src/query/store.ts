@@ -30,6 +30,7 @@ import {
 	type Manifest,
 	readManifestChecked,
 } from "../store/manifest.js";
+import { SETTLE_DEPTH } from "../store/runs.js";
 import { SCHEMAS } from "../store/schema.js";
 import { METADATA_TABLES, type MetadataTable, metadataFiles } from "../store/token-metadata.js";
 import { isFileError, parquetShape } from "../store/verify.js";
@@ -140,6 +141,13 @@ export interface Store {
 	damage(chain: string): Promise<DamagedFile[]>;
 	/** What is wrong with the chain's manifest (then every snapshot fails with MANIFEST_DAMAGED), or null. */
 	manifestProblem(chain: string): string | null;
+	/**
+	 * The chain's files' state, for HTTP caching (api/http-cache.ts): the manifest's generation,
+	 * which every write changes, and the final block (no answer at or below it changes again: the
+	 * follower's final_through, or SETTLE_DEPTH below the tip in a folder no follower keeps).
+	 * Null for a chain with no readable manifest.
+	 */
+	state(chain: string): { generation: number; final: number | null } | null;
 	close(): void;
 }
 
@@ -610,6 +618,8 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		listed = { at: performance.now(), chains: chainsIn(dataDir) };
 		return listed.chains.includes(chain);
 	};
+	// Per manifest object (a changed manifest is a new one): its generation and final block.
+	const states = new WeakMap<Manifest, { generation: number; final: number | null }>();
 	const known = (chain: string) => {
 		if (!has(chain)) throw new Error(`unknown chain ${chain}`);
 	};
@@ -667,6 +677,19 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 			return damagedFiles(chain, listedPaths(dataDir, manifest));
 		},
 		manifestProblem: (chain) => manifestState(chain).problem,
+		state(chain) {
+			if (!has(chain)) return null;
+			const { manifest } = manifestState(chain);
+			if (!manifest) return null;
+			let state = states.get(manifest);
+			if (!state) {
+				const tip = manifest.chunks.length > 0 ? Math.max(...manifest.chunks.map((c) => c.to)) : null;
+				const final = manifest.final_through ?? (tip === null ? null : tip - SETTLE_DEPTH);
+				state = { generation: manifest.generation ?? 0, final };
+				states.set(manifest, state);
+			}
+			return state;
+		},
 		close() {
 			for (const c of idle) {
 				for (const s of c.prepared.values()) s.destroySync();

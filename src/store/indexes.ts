@@ -94,9 +94,11 @@ export const INDEXES = {
 		doc: "every transactions row once per address it involves (`address` = from_address, then to_address if different), sorted by address and id",
 	},
 	// Lookup records (lookup-records.ts): a lookup by hash reads two columns of one small row
-	// group of one file (chosen by the run's key filter), a transaction's logs included. lz4_raw:
-	// on M a prepared lookup in a 32-row-group (hash, record) file took 3.2-3.4 ms against 6.6-7.5
-	// with zstd (issue 26), for about a third more bytes.
+	// group of one file (chosen by the run's key filter), a transaction's logs included.
+	// Transactions in zstd: on M's newest chunk (1M transactions with their logs) lz4_raw took
+	// 950 MB against zstd's 462 (a lookup 1.8-2.2 ms against 3.8-3.9 in 17 key-range files of
+	// 32 row groups): records must replace the full-row copy's bytes, not double them
+	// (BENCHMARKS.md). Blocks are few: lz4_raw.
 	transaction_records: {
 		source: "transactions",
 		also: ["logs"],
@@ -105,7 +107,6 @@ export const INDEXES = {
 		key: "hash",
 		rowGroupSize: 2_048,
 		columns: RECORD_COLUMNS,
-		compression: "lz4_raw",
 		doc: "every transaction (`hash`) with its record: its fields and its logs' as one JSON array (`record`; field order in the code's lookup-records.ts), sorted by hash, in small row groups: `/txs/{hash}` reads one",
 	},
 	block_records: {

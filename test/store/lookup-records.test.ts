@@ -108,7 +108,7 @@ describe("lookup records", () => {
 			expect(c.indexes).not.toContain("transactions_by_hash");
 			expect(c.indexes).not.toContain("blocks_by_hash");
 		}
-		// Two columns, lz4_raw, row groups of at most 2,048 rows, min/max statistics on the hash.
+		// Two columns, zstd, row groups of at most 2,048 rows, min/max statistics on the hash.
 		const views = await openViews(fresh, CHAIN);
 		try {
 			const c = m.chunks.find((x) => (x.rows.transactions ?? 0) > 0);
@@ -119,7 +119,7 @@ describe("lookup records", () => {
 			);
 			expect(new Set(meta.map((r) => r.col))).toEqual(new Set(["hash", "record"]));
 			for (const r of meta) {
-				expect(r.compression).toBe("LZ4_RAW");
+				expect(r.compression).toBe("ZSTD");
 				expect(Number(r.n)).toBeLessThanOrEqual(2048);
 			}
 			expect(meta.find((r) => r.col === "hash")?.lo).toMatch(/^0x[0-9a-f]{64}$/);

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { findBlockByHash, findGhostBlock, latestBlock, listBlocks } from "../../query/blocks.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
+import { immutableUpTo } from "../http-cache.js";
 import { DEFAULT_LIMIT, envelope } from "../list-reply.js";
 import { describedAs } from "../param-docs.js";
 import { chainParams, EXAMPLE, hashParam, listQuery } from "../params.js";
@@ -49,11 +50,14 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 				querystring: z.object({}).strict(),
 			},
 		},
-		async (req) => {
+		async (req, reply) => {
 			const db = openChain(ctx, req.params.chain_id);
 			const chain = db.chain;
 			const block = await findBlockByHash(db, req.params.block_hash);
-			if (block) return blockRecord(block);
+			if (block) {
+				immutableUpTo(reply, Number(block.number));
+				return blockRecord(block);
+			}
 			// A block reorged out of the chain is still known by its hash.
 			const ghost = await findGhostBlock(db, req.params.block_hash);
 			if (ghost) return blockRecord(ghost, true);

@@ -5,6 +5,7 @@ import { callsOfTransaction } from "../../query/contracts.js";
 import { findTransactionWithLogs } from "../../query/transactions.js";
 import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
+import { immutableUpTo } from "../http-cache.js";
 import { describedAs } from "../param-docs.js";
 import { booleanParam, chainParams, hashParam } from "../params.js";
 import { internalCallRecord, logRecord, transactionRecord } from "../records.js";
@@ -27,10 +28,11 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 				querystring: z.object({}).strict(),
 			},
 		},
-		async (req) => {
+		async (req, reply) => {
 			const db = openChain(ctx, req.params.chain_id);
 			const found = await findTransactionWithLogs(db, req.params.transaction_hash);
 			if (!found) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${db.chain}`);
+			immutableUpTo(reply, Number(found.tx.block_number));
 			return transactionRecord(found.tx, found.logs);
 		},
 	);
@@ -57,13 +59,14 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 					.strict(),
 			},
 		},
-		async (req) => {
+		async (req, reply) => {
 			const db = openChain(ctx, req.params.chain_id);
 			const includeFailed = req.query.include_failed_calls ?? false;
 			if (includeFailed) requireTraces(db, "traces");
 			const found = await findTransactionWithLogs(db, req.params.transaction_hash);
 			if (!found) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${db.chain}`);
 			const { tx, logs } = found;
+			immutableUpTo(reply, Number(tx.block_number));
 			const calls = db.hasDataset("traces") ? await callsOfTransaction(db, tx, includeFailed) : [];
 			return { ...transactionRecord(tx), logs: [...calls.map(internalCallRecord), ...logs.map(logRecord)] };
 		},

@@ -1,0 +1,73 @@
+import { createHash } from "node:crypto";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import type { ApiContext } from "./context.js";
+
+/**
+ * HTTP caching of data answers. An answer depends only on the request (path, query string, the
+ * Accept header that picks a list's format) and on the chain's files, which change only when its
+ * manifest's generation does: the ETag names both, so a client (a notebook's cache, a proxy in
+ * front of it) asks again with If-None-Match and gets 304 Not Modified, no query run, until a
+ * write commits. An answer wholly at or below the final block (a follower's `final_through`, or
+ * for a folder no follower keeps, 64 blocks below its tip: store/runs.ts SETTLE_DEPTH) never
+ * changes at all: it is sent `immutable`. Everything else must be revalidated (`no-cache`), and
+ * every answer is `private` (it needed a key). Errors stay `no-store` (security-headers.ts).
+ */
+declare module "fastify" {
+	interface FastifyRequest {
+		/** This request's ETag and the chain's final block, set for cacheable data routes. */
+		httpCache?: { etag: string; final: number | null };
+	}
+	interface FastifyReply {
+		/** Set by a route when its answer's newest block is known (immutableUpTo). */
+		newestBlock?: number;
+	}
+}
+
+/** Immutable answers stay a year in a client's cache (the longest max-age HTTP caches honour). */
+const IMMUTABLE = "private, max-age=31536000, immutable";
+const REVALIDATE = "private, no-cache";
+
+/** Marks an answer whose newest block is `block`: immutable if that block is final. */
+export function immutableUpTo(reply: FastifyReply, block: number): void {
+	reply.newestBlock = Math.max(block, reply.newestBlock ?? Number.NEGATIVE_INFINITY);
+}
+
+/** Whether an If-None-Match header names `etag` (a list of tags, or `*`; weak comparison). */
+function matches(header: string | undefined, etag: string): boolean {
+	if (!header) return false;
+	if (header.trim() === "*") return true;
+	const bare = (t: string) => t.trim().replace(/^W\//, "");
+	return header.split(",").some((t) => bare(t) === bare(etag));
+}
+
+/** Registers the hooks on the data routes (GET /{chain}/v1/..., not the SQL endpoint). */
+export function httpCache(app: FastifyInstance, ctx: ApiContext) {
+	app.addHook("preHandler", async (req, reply) => {
+		const route = req.routeOptions.url ?? "";
+		if ((req.method !== "GET" && req.method !== "HEAD") || !route.includes("/:chain_id/v1/") || route.endsWith("/sql"))
+			return;
+		const chain = (req.params as { chain_id?: string }).chain_id;
+		const state = chain ? ctx.store.state(chain) : null;
+		if (!state) return;
+		const what = createHash("sha256")
+			.update(`${req.url}\n${req.headers.accept ?? ""}`)
+			.digest("base64url")
+			.slice(0, 22);
+		const etag = `W/"${state.generation}-${what}"`;
+		req.httpCache = { etag, final: state.final };
+		if (matches(req.headers["if-none-match"], etag)) {
+			// The answer the client holds is still the answer: no query runs.
+			return reply.code(304).header("ETag", etag).header("Cache-Control", REVALIDATE).send();
+		}
+	});
+	app.addHook("onSend", async (req, reply, payload) => {
+		const cache = req.httpCache;
+		if (cache && reply.statusCode === 304) reply.header("Cache-Control", REVALIDATE);
+		if (!cache || reply.statusCode !== 200) return payload;
+		reply.header("ETag", cache.etag);
+		const newest = reply.newestBlock;
+		const final = newest !== undefined && cache.final !== null && newest <= cache.final;
+		reply.header("Cache-Control", final ? IMMUTABLE : REVALIDATE);
+		return payload;
+	});
+}

@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadManifest, saveManifest } from "../../src/store/manifest.js";
+import { openViews } from "../helpers/anvil-chain.js";
+import { type ApiFixture, AUTH, startApiOnWorkload } from "../helpers/api.js";
+
+/**
+ * HTTP caching (src/api/http-cache.ts): an ETag per manifest generation and request, 304 for a
+ * matching If-None-Match until a write commits, `immutable` for answers wholly at or below the
+ * final block, `no-cache` for the rest, `no-store` for errors.
+ */
+let api: ApiFixture;
+let txs: { hash: string; block: number }[];
+let tip: number;
+
+beforeAll(async () => {
+	api = await startApiOnWorkload();
+	const views = await openViews(api.dataDir, 31337);
+	try {
+		txs = (await views.rows("SELECT transaction_hash AS h, block_number AS b FROM transactions ORDER BY id")).map(
+			(r) => ({ hash: String(r.h), block: Number(r.b) }),
+		);
+	} finally {
+		views.close();
+	}
+	tip = Math.max(...txs.map((t) => t.block));
+}, 180_000);
+
+afterAll(async () => {
+	await api?.close();
+});
+
+const url = (path: string) => `/${api.chain}/v1${path}`;
+const get = (path: string, headers: Record<string, string> = {}) =>
+	api.app.inject({ url: url(path), headers: { ...AUTH, ...headers } });
+
+/** Records the folder's final block as a follower does (manifest final_through), in a new save. */
+async function setFinal(block: number) {
+	const m = await loadManifest(api.dataDir, api.chain, 31337);
+	m.final_through = block;
+	await saveManifest(api.dataDir, m);
+}
+
+describe("HTTP caching", () => {
+	it("answers with an ETag; the same ETag in If-None-Match gets 304 without a body until a write commits", async () => {
+		const first = txs[0] as { hash: string };
+		const a = await get(`/txs/${first.hash}`);
+		expect(a.statusCode).toBe(200);
+		const etag = a.headers.etag as string;
+		expect(etag).toMatch(/^W\/"\d+-[A-Za-z0-9_-]+"$/);
+		expect(a.headers["cache-control"]).toBe("private, no-cache");
+
+		const again = await get(`/txs/${first.hash}`, { "if-none-match": etag });
+		expect(again.statusCode).toBe(304);
+		expect(again.body).toBe("");
+		expect(again.headers.etag).toBe(etag);
+		// A list of tags, and the strong spelling of the weak tag, match too.
+		expect((await get(`/txs/${first.hash}`, { "if-none-match": `"x", ${etag.slice(2)}` })).statusCode).toBe(304);
+
+		// Another request, another tag: a tag never answers for another URL or format.
+		const other = await get(`/txs/${(txs[1] as { hash: string }).hash}`, { "if-none-match": etag });
+		expect(other.statusCode).toBe(200);
+		expect(other.headers.etag).not.toBe(etag);
+		const list = `/address/${api.work.accounts.alice}/txs?limit=5`;
+		const asJson = await get(list);
+		const asCsv = await get(list, { accept: "text/csv", "if-none-match": asJson.headers.etag as string });
+		expect(asCsv.statusCode).toBe(200);
+		expect(asCsv.headers.etag).not.toBe(asJson.headers.etag);
+
+		// A write (a new manifest generation) makes the old tag stale.
+		await setFinal(-1);
+		const after = await get(`/txs/${first.hash}`, { "if-none-match": etag });
+		expect(after.statusCode).toBe(200);
+		expect(after.headers.etag).not.toBe(etag);
+		expect(after.json()).toEqual(a.json());
+	});
+
+	it("sends answers wholly at or below the final block as immutable, the others as no-cache, errors as no-store", async () => {
+		await setFinal(tip - 1);
+		const old = txs.find((t) => t.block < tip - 1) as { hash: string };
+		const newest = txs.find((t) => t.block === tip) as { hash: string };
+		expect((await get(`/txs/${old.hash}`)).headers["cache-control"]).toBe("private, max-age=31536000, immutable");
+		expect((await get(`/txs/${old.hash}/logs`)).headers["cache-control"]).toBe("private, max-age=31536000, immutable");
+		expect((await get(`/txs/${newest.hash}`)).headers["cache-control"]).toBe("private, no-cache");
+
+		const alice = api.work.accounts.alice;
+		const finalPage = await get(`/address/${alice}/txs?block_number_start=0&block_number_end=${tip - 1}&limit=5`);
+		expect(finalPage.statusCode).toBe(200);
+		expect(finalPage.headers["cache-control"]).toBe("private, max-age=31536000, immutable");
+		const toHead = await get(`/address/${alice}/txs?limit=5`);
+		expect(toHead.headers["cache-control"]).toBe("private, no-cache");
+
+		const missing = await get(`/txs/0x${"ab".repeat(32)}`);
+		expect(missing.statusCode).toBe(404);
+		expect(missing.headers["cache-control"]).toBe("no-store");
+		expect(missing.headers.etag).toBeUndefined();
+		const bad = await get("/txs/0x12");
+		expect(bad.statusCode).toBe(400);
+		expect(bad.headers["cache-control"]).toBe("no-store");
+		// Without a key: 401, never a 304, whatever If-None-Match says.
+		const tag = (await get(`/txs/${old.hash}`)).headers.etag as string;
+		const anonymous = await api.app.inject({ url: url(`/txs/${old.hash}`), headers: { "if-none-match": tag } });
+		expect(anonymous.statusCode).toBe(401);
+	});
+});
