@@ -26,7 +26,7 @@ import { createStore } from "../src/query/store.js";
 import { ethBlockNumber, ethChainId } from "../src/rpc/actions.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { claimAndClearFolder } from "../src/store/clear-folder.js";
-import { chainDir } from "../src/store/layout.js";
+import { chainDir } from "../src/store/format/layout.js";
 import { acquireWriteLock, DataDirLockedError } from "../src/store/lock.js";
 import { parseChainId } from "../src/util/chain.js";
 import { demoDir, runCli } from "../src/util/cli.js";

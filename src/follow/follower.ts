@@ -14,22 +14,21 @@ import {
 	replaceChunks,
 	writeChunkFiles,
 } from "../store/chunk-store.js";
-import { type LakeSettings, lakeExporter } from "../store/delta/lake-export.js";
+import { lakeExporter } from "../store/delta/lake-export.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
-import { ranksDue, ranksStep } from "../store/holder-ranks.js";
-import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
-import { listedPaths } from "../store/listing.js";
-import { acquireWriteLock } from "../store/lock.js";
+import { alignedChunks, chainDir, partitionPath } from "../store/format/layout.js";
 import {
-	type ChunkEntry,
 	GHOST_DATASET,
-	type GhostEntry,
 	loadManifest,
 	type Manifest,
 	missingRanges,
 	nextGeneration,
 	saveManifest,
-} from "../store/manifest.js";
+} from "../store/format/manifest.js";
+import type { ChunkEntry, GhostEntry, LakeSettings } from "../store/format/records.js";
+import { ranksDue, ranksStep } from "../store/holder-ranks.js";
+import { listedPaths } from "../store/listing.js";
+import { acquireWriteLock } from "../store/lock.js";
 import { headStep, mergeDue, mergeNext } from "../store/merges.js";
 import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
 import { damagedChunks } from "../store/repair.js";

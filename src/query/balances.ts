@@ -1,5 +1,5 @@
-import { amountOf, LIMBS } from "../store/amounts.js";
-import { WALLETS } from "../store/holder-ranks.js";
+import { amountOf, LIMBS } from "../store/format/amounts.js";
+import { WALLETS } from "../store/format/records.js";
 import { deltaSums } from "./deltas.js";
 import type { Snapshot } from "./store.js";
 

@@ -1,6 +1,6 @@
-import { LIMBS } from "../store/amounts.js";
-import { HOLDING_KEYS, type HoldingKind, movesSql, nativeMovesSql, signedLimbSumsSql } from "../store/deltas.js";
-import { INDEXES, type IndexDef, type IndexName } from "../store/indexes.js";
+import { LIMBS } from "../store/format/amounts.js";
+import { HOLDING_KEYS, type HoldingKind, movesSql, nativeMovesSql, signedLimbSumsSql } from "../store/format/deltas.js";
+import { INDEXES, type IndexDef, type IndexName } from "../store/format/indexes.js";
 import type { Params, Snapshot } from "./store.js";
 
 /*

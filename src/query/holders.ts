@@ -1,5 +1,12 @@
-import { amountOfParts, LIMBS, normalizedPartsSql, PARTS, positiveSql, somePositiveLimbSql } from "../store/amounts.js";
-import { RANKS } from "../store/holder-ranks.js";
+import {
+	amountOfParts,
+	LIMBS,
+	normalizedPartsSql,
+	PARTS,
+	positiveSql,
+	somePositiveLimbSql,
+} from "../store/format/amounts.js";
+import { RANKS } from "../store/format/records.js";
 import { deltaSums } from "./deltas.js";
 import type { Params, Snapshot } from "./store.js";
 

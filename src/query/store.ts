@@ -8,30 +8,30 @@ import {
 	type DuckDBValue,
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
+import { INDEXES, type IndexName } from "../store/format/indexes.js";
+import { manifestPath } from "../store/format/layout.js";
 import {
-	RANK_COLUMNS,
-	RANK_ROW_GROUP_SIZE,
-	RANK_TABLES,
-	RANKS,
-	type RankEntry,
-	type RankTable,
-	rankFiles,
-	usableRanks,
-} from "../store/holder-ranks.js";
-import { INDEXES, type IndexName } from "../store/indexes.js";
-import { type KeyFilter, loadKeyFilter } from "../store/key-filter.js";
-import { manifestPath } from "../store/layout.js";
-import { indexFiles, isIndexed, listedPaths } from "../store/listing.js";
-import {
-	type ChunkEntry,
 	GHOST_DATASET,
 	ghostFiles,
 	listedFiles,
 	type Manifest,
+	metadataFiles,
+	rankFiles,
 	readManifestChecked,
-} from "../store/manifest.js";
-import { SCHEMAS } from "../store/schema.js";
-import { METADATA_TABLES, type MetadataTable, metadataFiles } from "../store/token-metadata.js";
+} from "../store/format/manifest.js";
+import {
+	type ChunkEntry,
+	METADATA_TABLES,
+	type MetadataTable,
+	RANK_TABLES,
+	RANKS,
+	type RankEntry,
+	type RankTable,
+} from "../store/format/records.js";
+import { SCHEMAS } from "../store/format/schema.js";
+import { RANK_COLUMNS, RANK_ROW_GROUP_SIZE, usableRanks } from "../store/holder-ranks.js";
+import { type KeyFilter, loadKeyFilter } from "../store/key-filter.js";
+import { indexFiles, isIndexed, listedPaths } from "../store/listing.js";
 import { isFileError, parquetShape } from "../store/verify.js";
 import { sqlString as quote } from "../util/sql-string.js";
 import {

@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { relative } from "node:path";
 import { lakeSettings } from "../store/delta/lake-export.js";
-import { manifestPath, statusPath } from "../store/layout.js";
+import { manifestPath, statusPath } from "../store/format/layout.js";
+import type { Manifest } from "../store/format/manifest.js";
 import { listedPaths } from "../store/listing.js";
-import type { Manifest } from "../store/manifest.js";
 import type { Logger } from "../util/logger.js";
 import type { Bucket } from "./bucket.js";
 

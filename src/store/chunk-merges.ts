@@ -1,8 +1,9 @@
 import { crashPoint } from "../util/crash-point.js";
 import { deriveIndexes, mergeChunkDatasets, replaceChunks } from "./chunk-store.js";
-import { INDEX_NAMES, indexesFor } from "./indexes.js";
+import { INDEX_NAMES, indexesFor } from "./format/indexes.js";
+import { chunkFiles, type Manifest, nextGeneration } from "./format/manifest.js";
+import type { ChunkEntry } from "./format/records.js";
 import { runCovering } from "./listing.js";
-import { type ChunkEntry, chunkFiles, type Manifest, nextGeneration } from "./manifest.js";
 import type { ParquetWriter } from "./parquet-writer.js";
 import { FAN_IN, levelOf, partitionsOf, settledChunks } from "./runs.js";
 

@@ -6,24 +6,15 @@ import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "..
 import { crashPoint } from "../util/crash-point.js";
 import { LOG_DIR } from "./delta/delta-log.js";
 import { lakeExporter } from "./delta/lake-export.js";
-import { RANK_TABLES } from "./holder-ranks.js";
-import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "./indexes.js";
+import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "./format/indexes.js";
+import { chainDir, manifestPath, partitionPath, stagingDir, statusPath } from "./format/layout.js";
+import { chunkFiles, GHOST_DATASET, type Manifest, nextGeneration, saveManifest } from "./format/manifest.js";
+import { previousManifestPath } from "./format/manifest-check.js";
+import { type ChunkEntry, type GhostEntry, METADATA_TABLE_NAMES, RANK_TABLES } from "./format/records.js";
 import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
-import { chainDir, manifestPath, partitionPath, stagingDir, statusPath } from "./layout.js";
 import { listedPaths } from "./listing.js";
-import {
-	type ChunkEntry,
-	chunkFiles,
-	GHOST_DATASET,
-	type GhostEntry,
-	type Manifest,
-	nextGeneration,
-	saveManifest,
-} from "./manifest.js";
-import { previousManifestPath } from "./manifest-check.js";
 import type { ParquetWriter } from "./parquet-writer.js";
 import { dropRetired, pendingRetired, readRetired } from "./retired-journal.js";
-import { METADATA_TABLE_NAMES } from "./token-metadata.js";
 
 export interface ChunkRange {
 	from: number;

@@ -7,8 +7,8 @@ import type { DatasetName, DatasetRows } from "../extract/rows.js";
 import { crashPoint } from "../util/crash-point.js";
 import { fsyncDir, fsyncFile, mkdirDurably } from "../util/fsync.js";
 import { sqlString as quote } from "../util/sql-string.js";
-import { INDEXES, type IndexDef, type IndexName } from "./indexes.js";
-import { SCHEMAS, SORT_KEY } from "./schema.js";
+import { INDEXES, type IndexDef, type IndexName } from "./format/indexes.js";
+import { SCHEMAS, SORT_KEY } from "./format/schema.js";
 
 /**
  * Parquet settings, and why:

@@ -1,13 +1,13 @@
 import { deriveIndexes } from "./chunk-store.js";
-import type { LakeSettings } from "./delta/lake-export.js";
 import { applyLakeFlags } from "./delta/lake-flags.js";
+import { writtenWith } from "./format/indexes.js";
+import { chainDir, partitionPath } from "./format/layout.js";
+import { loadManifest, saveManifest } from "./format/manifest.js";
+import type { LakeSettings } from "./format/records.js";
 import { ranksStep } from "./holder-ranks.js";
-import { writtenWith } from "./indexes.js";
 import { filterPath } from "./key-filter.js";
-import { chainDir, partitionPath } from "./layout.js";
 import { isIndexed } from "./listing.js";
 import { acquireWriteLock } from "./lock.js";
-import { loadManifest, saveManifest } from "./manifest.js";
 import { deleteNow, mergeAll } from "./merges.js";
 import { createParquetWriter } from "./parquet-writer.js";
 import { createRetireLater } from "./retire-later.js";

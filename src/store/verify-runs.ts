@@ -1,10 +1,10 @@
 import { relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { sqlString as quote } from "../util/sql-string.js";
+import { partitionPath } from "./format/layout.js";
+import type { Manifest } from "./format/manifest.js";
+import type { RunEntry } from "./format/records.js";
 import { filterPath, loadKeyFilter } from "./key-filter.js";
-import { partitionPath } from "./layout.js";
-import type { Manifest } from "./manifest.js";
-import type { RunEntry } from "./runs.js";
 import { parquetShape } from "./verify.js";
 
 /** A merged index run whose file or key filter is not as the manifest says. */

@@ -1,40 +1,26 @@
 import { existsSync, readFileSync } from "node:fs";
 import { copyFile, link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { TraceFormat } from "../extract/extract-block.js";
-import type { DatasetName } from "../extract/rows.js";
-import { crashPoint } from "../util/crash-point.js";
-import { fsyncDir, fsyncFile } from "../util/fsync.js";
-import type { LakeSettings } from "./delta/lake-export.js";
-import type { RankEntry } from "./holder-ranks.js";
+import type { DatasetName } from "../../extract/rows.js";
+import { crashPoint } from "../../util/crash-point.js";
+import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import type { IndexName } from "./indexes.js";
 import { chainDir, manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
-import type { RunEntry } from "./runs.js";
-import type { MetadataEntry } from "./token-metadata.js";
+import {
+	type ChunkEntry,
+	type GhostEntry,
+	type LakeSettings,
+	type MetadataEntry,
+	type MetadataTable,
+	RANK_TABLES,
+	RANKS,
+	type RankEntry,
+	type RankTable,
+	type RunEntry,
+} from "./records.js";
 
-/** One written block range: its files exist for exactly the datasets listed. */
-export interface ChunkEntry {
-	from: number;
-	to: number;
-	/** Trace source used; "none" means the trace datasets are unavailable for this range. */
-	traces: TraceFormat | "none";
-	datasets: DatasetName[];
-	rows: Partial<Record<DatasetName, number>>;
-	/** Index files derived from the chunk's datasets (indexes.ts); absent in chunks written before them. */
-	indexes?: IndexName[];
-	first_parent_hash: string;
-	last_hash: string;
-	/** The manifest generation that first listed the chunk's files; part of their names (layout.ts). */
-	gen?: number;
-}
-
-/** A file of reorged-out blocks, with their hashes: a hash that becomes canonical again (a reorg
- * back to a block seen before) is taken out of it in the same save that lists the block. */
-export interface GhostEntry extends RangeId {
-	/** Absent in folders written before they were recorded; the follower fills them at start. */
-	hashes?: string[];
-}
+/* The manifest (format/): `<chain>/_manifest.json` loaded, saved durably, and the files it lists. */
 
 /**
  * The checkpoint of a chain's data folder. A chunk is listed only after all its files are in
@@ -164,7 +150,7 @@ export const lakeExportStatus = (chain: string): LakeExportStatus | undefined =>
  * the logs still list stays on disk. Imported when first needed: the exporter imports this module.
  */
 async function exportLake(dataDir: string, m: Manifest): Promise<void> {
-	const { lakeExporter } = await import("./delta/lake-export.js");
+	const { lakeExporter } = await import("../delta/lake-export.js");
 	const status = exportStatus.get(m.chain) ?? { failures: 0, problem: null };
 	exportStatus.set(m.chain, status);
 	try {
@@ -271,5 +257,17 @@ export const chunkFiles = (dataDir: string, chain: string, c: ChunkEntry): strin
 export function ghostFiles(dataDir: string, m: Manifest | null): string[] {
 	return (m?.ghosts ?? []).map((g) => partitionPath(dataDir, m?.chain ?? "", GHOST_DATASET, g));
 }
+
+/** A ranks entry's file in `table` (holdings/holder-ranks.ts). */
+export const rankPath = (dataDir: string, chain: string, r: RangeId, table: RankTable = RANKS): string =>
+	partitionPath(dataDir, chain, table, r);
+
+/** The files of the listed ranks (at most one entry) in `table`, or in both: never deleted. */
+export const rankFiles = (dataDir: string, m: Manifest | null, table?: RankTable): string[] =>
+	(m?.ranks ?? []).flatMap((r) => (table ? [table] : RANK_TABLES).map((t) => rankPath(dataDir, m?.chain ?? "", r, t)));
+
+/** Token metadata files of `table` listed in the manifest (holdings/token-metadata.ts). */
+export const metadataFiles = (dataDir: string, m: Manifest | null, table: MetadataTable): string[] =>
+	(m?.metadata ?? []).map((e) => partitionPath(dataDir, m?.chain ?? "", table, e));
 
 export const GHOST_DATASET = "ghost_blocks";
