@@ -16,6 +16,8 @@ import {
 } from "../store/chunk-store.js";
 import { lakeExporter } from "../store/delta/lake-export.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
+import { acquireWriteLock } from "../store/files/lock.js";
+import { createParquetWriter, type ParquetWriter } from "../store/files/parquet-writer.js";
 import { alignedChunks, chainDir, partitionPath } from "../store/format/layout.js";
 import {
 	GHOST_DATASET,
@@ -28,9 +30,7 @@ import {
 import type { ChunkEntry, GhostEntry, LakeSettings } from "../store/format/records.js";
 import { ranksDue, ranksStep } from "../store/holder-ranks.js";
 import { listedPaths } from "../store/listing.js";
-import { acquireWriteLock } from "../store/lock.js";
 import { headStep, mergeDue, mergeNext } from "../store/merges.js";
-import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
 import { damagedChunks } from "../store/repair.js";
 import { RETIRE_GRACE_MS } from "../store/retire-later.js";
 import { dropRetired, noteRetired, pendingRetired } from "../store/retired-journal.js";

@@ -1,10 +1,10 @@
 import { crashPoint } from "../util/crash-point.js";
 import { deriveIndexes, mergeChunkDatasets, replaceChunks } from "./chunk-store.js";
+import type { ParquetWriter } from "./files/parquet-writer.js";
 import { INDEX_NAMES, indexesFor } from "./format/indexes.js";
 import { chunkFiles, type Manifest, nextGeneration } from "./format/manifest.js";
 import type { ChunkEntry } from "./format/records.js";
 import { runCovering } from "./listing.js";
-import type { ParquetWriter } from "./parquet-writer.js";
 import { FAN_IN, levelOf, partitionsOf, settledChunks } from "./runs.js";
 
 /**

@@ -6,6 +6,7 @@ import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "..
 import { crashPoint } from "../util/crash-point.js";
 import { LOG_DIR } from "./delta/delta-log.js";
 import { lakeExporter } from "./delta/lake-export.js";
+import type { ParquetWriter } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "./format/indexes.js";
 import { chainDir, manifestPath, partitionPath, stagingDir, statusPath } from "./format/layout.js";
 import { chunkFiles, GHOST_DATASET, type Manifest, nextGeneration, saveManifest } from "./format/manifest.js";
@@ -13,7 +14,6 @@ import { previousManifestPath } from "./format/manifest-check.js";
 import { type ChunkEntry, type GhostEntry, METADATA_TABLE_NAMES, RANK_TABLES } from "./format/records.js";
 import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
 import { listedPaths } from "./listing.js";
-import type { ParquetWriter } from "./parquet-writer.js";
 import { dropRetired, pendingRetired, readRetired } from "./retired-journal.js";
 
 export interface ChunkRange {

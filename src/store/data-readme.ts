@@ -1,11 +1,11 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
 import { COMPACT_ROWS } from "./chunk-merges.js";
+import { PARQUET_OPTIONS } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./format/indexes.js";
 import { METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLETS } from "./format/records.js";
 import { SCHEMAS, SORT_KEY } from "./format/schema.js";
 import { RANK_COLUMNS } from "./holder-ranks.js";
 import { BITS_PER_KEY } from "./key-filter.js";
-import { PARQUET_OPTIONS } from "./parquet-writer.js";
 import { FAN_IN } from "./runs.js";
 
 const INTRO = `# data/

@@ -1,10 +1,10 @@
 import { sqlString } from "../util/sql-string.js";
+import type { ParquetWriter } from "./files/parquet-writer.js";
 import { LIMBS, normalizedPartsSql, PARTS } from "./format/amounts.js";
 import type { RangeId } from "./format/layout.js";
 import { type Manifest, nextGeneration, rankFiles, rankPath, saveManifest } from "./format/manifest.js";
 import { RANKS, type RankEntry, type RankTable, WALLETS } from "./format/records.js";
 import { indexFiles, isIndexed } from "./listing.js";
-import type { ParquetWriter } from "./parquet-writer.js";
 import { settledChunks } from "./runs.js";
 
 /*

@@ -2,13 +2,13 @@ import { rm } from "node:fs/promises";
 import type { TokenReader } from "../rpc/token-reads.js";
 import { chunkMergeStep, planChunkMerge } from "./chunk-merges.js";
 import { deriveIndexes } from "./chunk-store.js";
+import type { ParquetWriter } from "./files/parquet-writer.js";
 import { DEFERRED, INDEX_NAMES, type IndexName, indexesFor } from "./format/indexes.js";
 import { partitionPath } from "./format/layout.js";
 import { type Manifest, saveManifest } from "./format/manifest.js";
 import type { ChunkEntry } from "./format/records.js";
 import { filterPath } from "./key-filter.js";
 import { isIndexed } from "./listing.js";
-import type { ParquetWriter } from "./parquet-writer.js";
 import { mergeStep, planMerge, settledChunks, unsettledChunks } from "./runs.js";
 import { metadataDue, metadataStep } from "./token-metadata.js";
 

@@ -1,5 +1,7 @@
 import { deriveIndexes } from "./chunk-store.js";
 import { applyLakeFlags } from "./delta/lake-flags.js";
+import { acquireWriteLock } from "./files/lock.js";
+import { createParquetWriter } from "./files/parquet-writer.js";
 import { writtenWith } from "./format/indexes.js";
 import { chainDir, partitionPath } from "./format/layout.js";
 import { loadManifest, saveManifest } from "./format/manifest.js";
@@ -7,9 +9,7 @@ import type { LakeSettings } from "./format/records.js";
 import { ranksStep } from "./holder-ranks.js";
 import { filterPath } from "./key-filter.js";
 import { isIndexed } from "./listing.js";
-import { acquireWriteLock } from "./lock.js";
 import { deleteNow, mergeAll } from "./merges.js";
-import { createParquetWriter } from "./parquet-writer.js";
 import { createRetireLater } from "./retire-later.js";
 import { upgradeTypes } from "./upgrade-types.js";
 import { checkRuns } from "./verify-runs.js";

@@ -1,10 +1,10 @@
 import type { TokenReader } from "../rpc/token-reads.js";
 import { crashPoint } from "../util/crash-point.js";
 import { sqlString as quote } from "../util/sql-string.js";
+import type { ParquetWriter } from "./files/parquet-writer.js";
 import { partitionPath, stagingDir } from "./format/layout.js";
 import { listedFiles, type Manifest, metadataFiles, nextGeneration, saveManifest } from "./format/manifest.js";
 import { METADATA_TABLES, type MetadataEntry } from "./format/records.js";
-import type { ParquetWriter } from "./parquet-writer.js";
 import { settledChunks } from "./runs.js";
 
 /*

@@ -4,13 +4,13 @@ import { dirname } from "node:path";
 import type { DatasetName } from "../extract/rows.js";
 import { fsyncDir, fsyncFile } from "../util/fsync.js";
 import { sqlString as quote } from "../util/sql-string.js";
+import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "./files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "./format/indexes.js";
 import { partitionPath, type RangeId } from "./format/layout.js";
 import { GHOST_DATASET, type Manifest, nextGeneration, saveManifest } from "./format/manifest.js";
 import { type ChunkEntry, METADATA_TABLE_NAMES, METADATA_TABLES } from "./format/records.js";
 import { NONCE } from "./format/schema.js";
 import { filterPath } from "./key-filter.js";
-import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "./parquet-writer.js";
 
 /*
  * Folders written before the stored integers became signed (schema.ts) hold UBIGINT, UINTEGER

@@ -6,12 +6,12 @@ import type { DatasetName } from "../extract/rows.js";
 import { ChainlakeError, UserInputError } from "../util/errors.js";
 import { fsyncDir, fsyncFile } from "../util/fsync.js";
 import { sqlString as quote } from "../util/sql-string.js";
+import { acquireWriteLock } from "./files/lock.js";
 import type { IndexName } from "./format/indexes.js";
 import { chainDir, manifestPath, partitionPath } from "./format/layout.js";
 import { GHOST_DATASET, type Manifest, readManifestChecked } from "./format/manifest.js";
 import { manifestDamaged, manifestFix, readPreviousManifest } from "./format/manifest-check.js";
 import type { ChunkEntry, GhostEntry } from "./format/records.js";
-import { acquireWriteLock } from "./lock.js";
 
 /** A listed file that is not as the manifest says. */
 export interface FileProblem {

@@ -1,11 +1,11 @@
 import { rename } from "node:fs/promises";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../../src/extract/rows.js";
+import { indexCopyOptions, parquetCopyOptions } from "../../src/store/files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../../src/store/format/indexes.js";
 import { GHOST_DATASET, loadManifest } from "../../src/store/format/manifest.js";
 import { SCHEMAS } from "../../src/store/format/schema.js";
 import { listedPaths } from "../../src/store/listing.js";
-import { indexCopyOptions, parquetCopyOptions } from "../../src/store/parquet-writer.js";
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 

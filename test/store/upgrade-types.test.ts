@@ -9,6 +9,7 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { createStore } from "../../src/query/store.js";
+import { createParquetWriter, parquetCopyOptions } from "../../src/store/files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "../../src/store/format/indexes.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import {
@@ -22,7 +23,6 @@ import {
 import { type GhostEntry, METADATA_TABLES } from "../../src/store/format/records.js";
 import { NONCE, SCHEMAS } from "../../src/store/format/schema.js";
 import { listedPaths } from "../../src/store/listing.js";
-import { createParquetWriter, parquetCopyOptions } from "../../src/store/parquet-writer.js";
 import { reindexChain } from "../../src/store/reindex.js";
 import { hasUnsigned, upgradeTypes } from "../../src/store/upgrade-types.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
