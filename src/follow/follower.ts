@@ -29,7 +29,7 @@ import {
 } from "../store/format/manifest.js";
 import type { ChunkEntry, GhostEntry, LakeSettings } from "../store/format/records.js";
 import { ranksDue, ranksStep } from "../store/holder-ranks.js";
-import { listedPaths } from "../store/listing.js";
+import { listedPaths } from "../store/indexes/listing.js";
 import { headStep, mergeDue, mergeNext } from "../store/merges.js";
 import { damagedChunks } from "../store/repair.js";
 import { RETIRE_GRACE_MS } from "../store/retire-later.js";

@@ -30,8 +30,8 @@ import {
 } from "../store/format/records.js";
 import { SCHEMAS } from "../store/format/schema.js";
 import { RANK_COLUMNS, RANK_ROW_GROUP_SIZE, usableRanks } from "../store/holder-ranks.js";
-import { type KeyFilter, loadKeyFilter } from "../store/key-filter.js";
-import { indexFiles, isIndexed, listedPaths } from "../store/listing.js";
+import { type KeyFilter, loadKeyFilter } from "../store/indexes/key-filter.js";
+import { indexFiles, isIndexed, listedPaths } from "../store/indexes/listing.js";
 import { isFileError, parquetShape } from "../store/verify.js";
 import { sqlString as quote } from "../util/sql-string.js";
 import {

@@ -3,7 +3,7 @@ import { relative } from "node:path";
 import { lakeSettings } from "../store/delta/lake-export.js";
 import { manifestPath, statusPath } from "../store/format/layout.js";
 import type { Manifest } from "../store/format/manifest.js";
-import { listedPaths } from "../store/listing.js";
+import { listedPaths } from "../store/indexes/listing.js";
 import type { Logger } from "../util/logger.js";
 import type { Bucket } from "./bucket.js";
 

@@ -4,8 +4,8 @@ import type { ParquetWriter } from "./files/parquet-writer.js";
 import { INDEX_NAMES, indexesFor } from "./format/indexes.js";
 import { chunkFiles, type Manifest, nextGeneration } from "./format/manifest.js";
 import type { ChunkEntry } from "./format/records.js";
-import { runCovering } from "./listing.js";
-import { FAN_IN, levelOf, partitionsOf, settledChunks } from "./runs.js";
+import { runCovering } from "./indexes/listing.js";
+import { FAN_IN, levelOf, partitionsOf, settledChunks } from "./indexes/runs.js";
 
 /**
  * Dataset files sized by rows, not by blocks: settled chunks are merged, FAN_IN adjacent chunks

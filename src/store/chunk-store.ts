@@ -12,8 +12,8 @@ import { chainDir, manifestPath, partitionPath, stagingDir, statusPath } from ".
 import { chunkFiles, GHOST_DATASET, type Manifest, nextGeneration, saveManifest } from "./format/manifest.js";
 import { previousManifestPath } from "./format/manifest-check.js";
 import { type ChunkEntry, type GhostEntry, METADATA_TABLE_NAMES, RANK_TABLES } from "./format/records.js";
-import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
-import { listedPaths } from "./listing.js";
+import { writeKeyFilter } from "./indexes/key-filter.js";
+import { listedPaths } from "./indexes/listing.js";
 import { dropRetired, pendingRetired, readRetired } from "./retired-journal.js";
 
 export interface ChunkRange {
@@ -108,17 +108,6 @@ export async function mergeChunkDatasets(
 		afterEach();
 	}
 	return merged;
-}
-
-/**
- * The key filter beside an index file (key-filter.ts): chunk files get one as runs do, so a
- * wallet or hash also skips the newest chunks no run covers yet.
- */
-export async function writeKeyFilter(writer: ParquetWriter, path: string, key: string): Promise<number> {
-	const keys = await writer.countDistinct(path, key);
-	const { data } = await buildKeyFilter(writer.streamColumn(path, key), keys);
-	await saveKeyFilter(filterPath(path), data);
-	return keys;
 }
 
 /**

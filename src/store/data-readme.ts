@@ -5,8 +5,8 @@ import { INDEX_NAMES, INDEXES, type IndexDef } from "./format/indexes.js";
 import { METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLETS } from "./format/records.js";
 import { SCHEMAS, SORT_KEY } from "./format/schema.js";
 import { RANK_COLUMNS } from "./holder-ranks.js";
-import { BITS_PER_KEY } from "./key-filter.js";
-import { FAN_IN } from "./runs.js";
+import { BITS_PER_KEY } from "./indexes/key-filter.js";
+import { FAN_IN } from "./indexes/runs.js";
 
 const INTRO = `# data/
 

@@ -4,8 +4,8 @@ import { LIMBS, normalizedPartsSql, PARTS } from "./format/amounts.js";
 import type { RangeId } from "./format/layout.js";
 import { type Manifest, nextGeneration, rankFiles, rankPath, saveManifest } from "./format/manifest.js";
 import { RANKS, type RankEntry, type RankTable, WALLETS } from "./format/records.js";
-import { indexFiles, isIndexed } from "./listing.js";
-import { settledChunks } from "./runs.js";
+import { indexFiles, isIndexed } from "./indexes/listing.js";
+import { settledChunks } from "./indexes/runs.js";
 
 /*
  * Holder ranks: every ERC-20 holding's balance as of one settled block S, summed once from the

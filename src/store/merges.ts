@@ -7,9 +7,9 @@ import { DEFERRED, INDEX_NAMES, type IndexName, indexesFor } from "./format/inde
 import { partitionPath } from "./format/layout.js";
 import { type Manifest, saveManifest } from "./format/manifest.js";
 import type { ChunkEntry } from "./format/records.js";
-import { filterPath } from "./key-filter.js";
-import { isIndexed } from "./listing.js";
-import { mergeStep, planMerge, settledChunks, unsettledChunks } from "./runs.js";
+import { filterPath } from "./indexes/key-filter.js";
+import { isIndexed } from "./indexes/listing.js";
+import { mergeStep, planMerge, settledChunks, unsettledChunks } from "./indexes/runs.js";
 import { metadataDue, metadataStep } from "./token-metadata.js";
 
 /*

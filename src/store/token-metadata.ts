@@ -5,7 +5,7 @@ import type { ParquetWriter } from "./files/parquet-writer.js";
 import { partitionPath, stagingDir } from "./format/layout.js";
 import { listedFiles, type Manifest, metadataFiles, nextGeneration, saveManifest } from "./format/manifest.js";
 import { METADATA_TABLES, type MetadataEntry } from "./format/records.js";
-import { settledChunks } from "./runs.js";
+import { settledChunks } from "./indexes/runs.js";
 
 /*
  * Token and collection metadata (name, symbol, decimals; each NFT's tokenURI or uri) and the

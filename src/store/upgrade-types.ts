@@ -10,7 +10,7 @@ import { partitionPath, type RangeId } from "./format/layout.js";
 import { GHOST_DATASET, type Manifest, nextGeneration, saveManifest } from "./format/manifest.js";
 import { type ChunkEntry, METADATA_TABLE_NAMES, METADATA_TABLES } from "./format/records.js";
 import { NONCE } from "./format/schema.js";
-import { filterPath } from "./key-filter.js";
+import { filterPath } from "./indexes/key-filter.js";
 
 /*
  * Folders written before the stored integers became signed (schema.ts) hold UBIGINT, UINTEGER

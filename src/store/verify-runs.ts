@@ -4,7 +4,7 @@ import { sqlString as quote } from "../util/sql-string.js";
 import { partitionPath } from "./format/layout.js";
 import type { Manifest } from "./format/manifest.js";
 import type { RunEntry } from "./format/records.js";
-import { filterPath, loadKeyFilter } from "./key-filter.js";
+import { filterPath, loadKeyFilter } from "./indexes/key-filter.js";
 import { parquetShape } from "./verify.js";
 
 /** A merged index run whose file or key filter is not as the manifest says. */

@@ -10,7 +10,7 @@ import { createStore } from "../../src/query/store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { manifestPath } from "../../src/store/format/layout.js";
 import type { Manifest } from "../../src/store/format/manifest.js";
-import { listedPaths } from "../../src/store/listing.js";
+import { listedPaths } from "../../src/store/indexes/listing.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";

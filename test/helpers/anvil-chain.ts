@@ -5,7 +5,7 @@ import { viewsSql } from "../../src/query/views.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { DEFERRED } from "../../src/store/format/indexes.js";
 import { loadManifest, saveManifest } from "../../src/store/format/manifest.js";
-import { unsettledChunks } from "../../src/store/runs.js";
+import { unsettledChunks } from "../../src/store/indexes/runs.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 

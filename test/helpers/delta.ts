@@ -13,7 +13,7 @@ import {
 	rankFiles,
 } from "../../src/store/format/manifest.js";
 import { METADATA_TABLE_NAMES, RANK_TABLES } from "../../src/store/format/records.js";
-import { indexFiles } from "../../src/store/listing.js";
+import { indexFiles } from "../../src/store/indexes/listing.js";
 
 /**
  * Checks a chain folder's Delta Lake logs against PROTOCOL.md and against the manifest, reading

@@ -5,7 +5,7 @@ import { indexCopyOptions, parquetCopyOptions } from "../../src/store/files/parq
 import { INDEXES, type IndexDef, type IndexName } from "../../src/store/format/indexes.js";
 import { GHOST_DATASET, loadManifest } from "../../src/store/format/manifest.js";
 import { SCHEMAS } from "../../src/store/format/schema.js";
-import { listedPaths } from "../../src/store/listing.js";
+import { listedPaths } from "../../src/store/indexes/listing.js";
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 

@@ -11,7 +11,7 @@ import { amountOfParts, LIMBS, PARTS } from "../../src/store/format/amounts.js";
 import { manifestPath } from "../../src/store/format/layout.js";
 import { type Manifest, rankFiles } from "../../src/store/format/manifest.js";
 import { rankable, ranksDue, usableRanks } from "../../src/store/holder-ranks.js";
-import { indexFiles } from "../../src/store/listing.js";
+import { indexFiles } from "../../src/store/indexes/listing.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { compileContracts } from "../../src/workload/compile.js";
 import { runWorkload } from "../../src/workload/run.js";

@@ -10,7 +10,7 @@ import { lakeExporter } from "../../src/store/delta/lake-export.js";
 import { lakeFlags } from "../../src/store/delta/lake-flags.js";
 import { chainDir } from "../../src/store/format/layout.js";
 import { lakeExportStatus, loadManifest, saveManifest } from "../../src/store/format/manifest.js";
-import { SETTLE_DEPTH } from "../../src/store/runs.js";
+import { SETTLE_DEPTH } from "../../src/store/indexes/runs.js";
 import { generateActivity } from "../../src/workload/activity.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";

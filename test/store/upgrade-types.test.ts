@@ -22,7 +22,7 @@ import {
 } from "../../src/store/format/manifest.js";
 import { type GhostEntry, METADATA_TABLES } from "../../src/store/format/records.js";
 import { NONCE, SCHEMAS } from "../../src/store/format/schema.js";
-import { listedPaths } from "../../src/store/listing.js";
+import { listedPaths } from "../../src/store/indexes/listing.js";
 import { reindexChain } from "../../src/store/reindex.js";
 import { hasUnsigned, upgradeTypes } from "../../src/store/upgrade-types.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";

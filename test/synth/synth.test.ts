@@ -16,7 +16,7 @@ import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest, type Manifest, rankPath } from "../../src/store/format/manifest.js";
 import { RANK_TABLES, type RankEntry } from "../../src/store/format/records.js";
 import { SCHEMAS } from "../../src/store/format/schema.js";
-import { settledChunks } from "../../src/store/runs.js";
+import { settledChunks } from "../../src/store/indexes/runs.js";
 import type { Scale } from "../../src/synth/scales.js";
 import { writeSynthChain } from "../../src/synth/synth.js";
 import { computeTargets, type SynthTargets } from "../../src/synth/targets.js";

@@ -8,8 +8,8 @@ import { partitionFileName, type RangeId } from "../format/layout.js";
 import { GHOST_DATASET, type Manifest } from "../format/manifest.js";
 import type { LakeSettings } from "../format/records.js";
 import { METADATA_TABLE_NAMES, RANK_TABLES } from "../format/records.js";
-import { runCovering, runsOf } from "../listing.js";
-import { SETTLE_DEPTH } from "../runs.js";
+import { runCovering, runsOf } from "../indexes/listing.js";
+import { SETTLE_DEPTH } from "../indexes/runs.js";
 import {
 	type Action,
 	type AddAction,
