@@ -20,7 +20,7 @@ import { createKeyring } from "../src/api/keys.js";
 import { startFollowers } from "../src/follow/followers.js";
 import { createStore } from "../src/query/store.js";
 import { manifestPath } from "../src/store/format/layout.js";
-import type { Manifest } from "../src/store/format/manifest.js";
+import type { Manifest } from "../src/store/format/records.js";
 import { unsettledChunks } from "../src/store/indexes/runs.js";
 import { flagUsage, startCli } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";

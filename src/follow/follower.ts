@@ -19,15 +19,8 @@ import { applyLakeFlags } from "../store/delta/lake-flags.js";
 import { acquireWriteLock } from "../store/files/lock.js";
 import { createParquetWriter, type ParquetWriter } from "../store/files/parquet-writer.js";
 import { alignedChunks, chainDir, partitionPath } from "../store/format/layout.js";
-import {
-	GHOST_DATASET,
-	loadManifest,
-	type Manifest,
-	missingRanges,
-	nextGeneration,
-	saveManifest,
-} from "../store/format/manifest.js";
-import type { ChunkEntry, GhostEntry, LakeSettings } from "../store/format/records.js";
+import { GHOST_DATASET, loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/format/manifest.js";
+import type { ChunkEntry, GhostEntry, LakeSettings, Manifest } from "../store/format/records.js";
 import { ranksDue, ranksStep } from "../store/holder-ranks.js";
 import { listedPaths } from "../store/indexes/listing.js";
 import { headStep, mergeDue, mergeNext } from "../store/merges.js";

@@ -14,13 +14,13 @@ import {
 	GHOST_DATASET,
 	ghostFiles,
 	listedFiles,
-	type Manifest,
 	metadataFiles,
 	rankFiles,
 	readManifestChecked,
 } from "../store/format/manifest.js";
 import {
 	type ChunkEntry,
+	type Manifest,
 	METADATA_TABLES,
 	type MetadataTable,
 	RANK_TABLES,

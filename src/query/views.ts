@@ -2,8 +2,8 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
 import { manifestPath } from "../store/format/layout.js";
-import { listedFiles, type Manifest, metadataFiles, readManifestSafe } from "../store/format/manifest.js";
-import { METADATA_TABLE_NAMES } from "../store/format/records.js";
+import { listedFiles, metadataFiles, readManifestSafe } from "../store/format/manifest.js";
+import { type Manifest, METADATA_TABLE_NAMES } from "../store/format/records.js";
 import { uint256Columns } from "../store/format/schema.js";
 import { sqlString as quote } from "../util/sql-string.js";
 

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { relative } from "node:path";
 import { lakeSettings } from "../store/delta/lake-export.js";
 import { manifestPath, statusPath } from "../store/format/layout.js";
-import type { Manifest } from "../store/format/manifest.js";
+import type { Manifest } from "../store/format/records.js";
 import { listedPaths } from "../store/indexes/listing.js";
 import type { Logger } from "../util/logger.js";
 import type { Bucket } from "./bucket.js";

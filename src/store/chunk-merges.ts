@@ -2,8 +2,8 @@ import { crashPoint } from "../util/crash-point.js";
 import { deriveIndexes, mergeChunkDatasets, replaceChunks } from "./chunk-store.js";
 import type { ParquetWriter } from "./files/parquet-writer.js";
 import { INDEX_NAMES, indexesFor } from "./format/indexes.js";
-import { chunkFiles, type Manifest, nextGeneration } from "./format/manifest.js";
-import type { ChunkEntry } from "./format/records.js";
+import { chunkFiles, nextGeneration } from "./format/manifest.js";
+import type { ChunkEntry, Manifest } from "./format/records.js";
 import { runCovering } from "./indexes/listing.js";
 import { FAN_IN, levelOf, partitionsOf, settledChunks } from "./indexes/runs.js";
 

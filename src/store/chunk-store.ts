@@ -9,9 +9,15 @@ import { lakeExporter } from "./delta/lake-export.js";
 import type { ParquetWriter } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "./format/indexes.js";
 import { chainDir, manifestPath, partitionPath, stagingDir, statusPath } from "./format/layout.js";
-import { chunkFiles, GHOST_DATASET, type Manifest, nextGeneration, saveManifest } from "./format/manifest.js";
+import { chunkFiles, GHOST_DATASET, nextGeneration, saveManifest } from "./format/manifest.js";
 import { previousManifestPath } from "./format/manifest-check.js";
-import { type ChunkEntry, type GhostEntry, METADATA_TABLE_NAMES, RANK_TABLES } from "./format/records.js";
+import {
+	type ChunkEntry,
+	type GhostEntry,
+	type Manifest,
+	METADATA_TABLE_NAMES,
+	RANK_TABLES,
+} from "./format/records.js";
 import { writeKeyFilter } from "./indexes/key-filter.js";
 import { listedPaths } from "./indexes/listing.js";
 import { dropRetired, pendingRetired, readRetired } from "./retired-journal.js";

@@ -2,8 +2,8 @@ import { sqlString } from "../util/sql-string.js";
 import type { ParquetWriter } from "./files/parquet-writer.js";
 import { LIMBS, normalizedPartsSql, PARTS } from "./format/amounts.js";
 import type { RangeId } from "./format/layout.js";
-import { type Manifest, nextGeneration, rankFiles, rankPath, saveManifest } from "./format/manifest.js";
-import { RANKS, type RankEntry, type RankTable, WALLETS } from "./format/records.js";
+import { nextGeneration, rankFiles, rankPath, saveManifest } from "./format/manifest.js";
+import { type Manifest, RANKS, type RankEntry, type RankTable, WALLETS } from "./format/records.js";
 import { indexFiles, isIndexed } from "./indexes/listing.js";
 import { settledChunks } from "./indexes/runs.js";
 

@@ -1,6 +1,6 @@
 import type { Logger } from "../util/logger.js";
-import { type Manifest, saveManifest } from "./format/manifest.js";
-import type { ChunkEntry } from "./format/records.js";
+import { saveManifest } from "./format/manifest.js";
+import type { ChunkEntry, Manifest } from "./format/records.js";
 import { damagedIn } from "./verify.js";
 
 /**

@@ -3,8 +3,8 @@ import { crashPoint } from "../util/crash-point.js";
 import { sqlString as quote } from "../util/sql-string.js";
 import type { ParquetWriter } from "./files/parquet-writer.js";
 import { partitionPath, stagingDir } from "./format/layout.js";
-import { listedFiles, type Manifest, metadataFiles, nextGeneration, saveManifest } from "./format/manifest.js";
-import { METADATA_TABLES, type MetadataEntry } from "./format/records.js";
+import { listedFiles, metadataFiles, nextGeneration, saveManifest } from "./format/manifest.js";
+import { type Manifest, METADATA_TABLES, type MetadataEntry } from "./format/records.js";
 import { settledChunks } from "./indexes/runs.js";
 
 /*

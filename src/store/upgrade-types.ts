@@ -7,8 +7,8 @@ import { sqlString as quote } from "../util/sql-string.js";
 import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "./files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "./format/indexes.js";
 import { partitionPath, type RangeId } from "./format/layout.js";
-import { GHOST_DATASET, type Manifest, nextGeneration, saveManifest } from "./format/manifest.js";
-import { type ChunkEntry, METADATA_TABLE_NAMES, METADATA_TABLES } from "./format/records.js";
+import { GHOST_DATASET, nextGeneration, saveManifest } from "./format/manifest.js";
+import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, METADATA_TABLES } from "./format/records.js";
 import { NONCE } from "./format/schema.js";
 import { filterPath } from "./indexes/key-filter.js";
 

@@ -2,8 +2,7 @@ import { relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { sqlString as quote } from "../util/sql-string.js";
 import { partitionPath } from "./format/layout.js";
-import type { Manifest } from "./format/manifest.js";
-import type { RunEntry } from "./format/records.js";
+import type { Manifest, RunEntry } from "./format/records.js";
 import { filterPath, loadKeyFilter } from "./indexes/key-filter.js";
 import { parquetShape } from "./verify.js";
 

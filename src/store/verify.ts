@@ -9,9 +9,9 @@ import { sqlString as quote } from "../util/sql-string.js";
 import { acquireWriteLock } from "./files/lock.js";
 import type { IndexName } from "./format/indexes.js";
 import { chainDir, manifestPath, partitionPath } from "./format/layout.js";
-import { GHOST_DATASET, type Manifest, readManifestChecked } from "./format/manifest.js";
+import { GHOST_DATASET, readManifestChecked } from "./format/manifest.js";
 import { manifestDamaged, manifestFix, readPreviousManifest } from "./format/manifest-check.js";
-import type { ChunkEntry, GhostEntry } from "./format/records.js";
+import type { ChunkEntry, GhostEntry, Manifest } from "./format/records.js";
 
 /** A listed file that is not as the manifest says. */
 export interface FileProblem {

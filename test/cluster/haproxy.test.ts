@@ -10,7 +10,7 @@ import { createKeyring } from "../../src/api/keys.js";
 import { readStatus } from "../../src/follow/status-file.js";
 import { createStore } from "../../src/query/store.js";
 import { manifestPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import type { AnvilInstance } from "../../src/workload/anvil.js";
 import { startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";

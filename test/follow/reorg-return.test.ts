@@ -9,7 +9,7 @@ import { createFollower } from "../../src/follow/follower.js";
 import { createStore } from "../../src/query/store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { manifestPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFollower } from "../../src/follow/follower.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { chainDir, manifestPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";
 import { readRetired } from "../../src/store/retired-journal.js";
 import { parseChainId } from "../../src/util/chain.js";

@@ -12,7 +12,7 @@ import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../src/query/h
 import { createStore, type Store } from "../../src/query/store.js";
 import { amountOf, LIMB_DIGITS, LIMBS, withDecimals } from "../../src/store/format/amounts.js";
 import { manifestPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { compileContracts } from "../../src/workload/compile.js";
 import { runWorkload } from "../../src/workload/run.js";

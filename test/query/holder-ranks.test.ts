@@ -9,7 +9,8 @@ import { type Holder, type HolderCursor, tokenHolders } from "../../src/query/ho
 import { createStore, type Snapshot, type Store } from "../../src/query/store.js";
 import { amountOfParts, LIMBS, PARTS } from "../../src/store/format/amounts.js";
 import { manifestPath } from "../../src/store/format/layout.js";
-import { type Manifest, rankFiles } from "../../src/store/format/manifest.js";
+import { rankFiles } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import { rankable, ranksDue, usableRanks } from "../../src/store/holder-ranks.js";
 import { indexFiles } from "../../src/store/indexes/listing.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";

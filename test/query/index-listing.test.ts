@@ -9,7 +9,7 @@ import { createStore, type Params, type Snapshot, type Store } from "../../src/q
 import { findWalletTransactions } from "../../src/query/transactions.js";
 import { type AssetFilter, findTransfers } from "../../src/query/transfers.js";
 import { manifestPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";

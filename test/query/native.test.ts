@@ -8,7 +8,7 @@ import { createKeyring } from "../../src/api/keys.js";
 import { nativeBalance } from "../../src/query/balances.js";
 import { createStore, type Store } from "../../src/query/store.js";
 import { manifestPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import { generateActivity } from "../../src/workload/activity.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";

@@ -12,7 +12,7 @@ import { openBucket } from "../../src/remote/bucket.js";
 import { createPublisher } from "../../src/remote/publisher.js";
 import { openRemoteLake, type RemoteLake } from "../../src/remote/remote-lake.js";
 import { manifestPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";

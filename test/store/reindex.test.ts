@@ -14,7 +14,7 @@ import { createStore, type Store } from "../../src/query/store.js";
 import { acquireWriteLock } from "../../src/store/files/lock.js";
 import { INDEX_NAMES, indexesFor } from "../../src/store/format/indexes.js";
 import { manifestPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import { reindexChain } from "../../src/store/reindex.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";

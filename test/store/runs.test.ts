@@ -11,7 +11,7 @@ import { createStore, type Store } from "../../src/query/store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { INDEX_NAMES, INDEXES } from "../../src/store/format/indexes.js";
 import { manifestPath, partitionPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 import { filterPath, loadKeyFilter } from "../../src/store/indexes/key-filter.js";
 import { isIndexed } from "../../src/store/indexes/listing.js";
 import { FAN_IN, partitionsOf, settledChunks } from "../../src/store/indexes/runs.js";

@@ -15,12 +15,11 @@ import { partitionPath } from "../../src/store/format/layout.js";
 import {
 	GHOST_DATASET,
 	loadManifest,
-	type Manifest,
 	nextGeneration,
 	rankFiles,
 	saveManifest,
 } from "../../src/store/format/manifest.js";
-import { type GhostEntry, METADATA_TABLES } from "../../src/store/format/records.js";
+import { type GhostEntry, type Manifest, METADATA_TABLES } from "../../src/store/format/records.js";
 import { NONCE, SCHEMAS } from "../../src/store/format/schema.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";
 import { reindexChain } from "../../src/store/reindex.js";

@@ -1,5 +1,4 @@
-import type { Manifest } from "../format/manifest.js";
-import type { LakeSettings } from "../format/records.js";
+import type { LakeSettings, Manifest } from "../format/records.js";
 import { MIN_RETENTION_MINUTES } from "./lake-export.js";
 
 /**

@@ -7,59 +7,9 @@ import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import type { IndexName } from "./indexes.js";
 import { chainDir, manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
-import {
-	type ChunkEntry,
-	type GhostEntry,
-	type LakeSettings,
-	type MetadataEntry,
-	type MetadataTable,
-	RANK_TABLES,
-	RANKS,
-	type RankEntry,
-	type RankTable,
-	type RunEntry,
-} from "./records.js";
+import { type ChunkEntry, type Manifest, type MetadataTable, RANK_TABLES, RANKS, type RankTable } from "./records.js";
 
 /* The manifest (format/): `<chain>/_manifest.json` loaded, saved durably, and the files it lists. */
-
-/**
- * The checkpoint of a chain's data folder. A chunk is listed only after all its files are in
- * place, so the manifest is the truth: files it does not list are leftovers of a crash and are
- * removed on the next start. It holds no timestamps, so two runs over the same range write the
- * same bytes.
- */
-export interface Manifest {
-	version: 1;
-	chain: string;
-	chain_number: number;
-	chunks: ChunkEntry[];
-	/** Files of blocks that were reorged out (dataset ghost_blocks), kept so their hashes still answer. */
-	ghosts?: GhostEntry[];
-	/**
-	 * The follower's record of the highest stored block it has treated as final (written in a
-	 * partition chunk, or compacted): a reorg at or below it is a node fault, refused. Kept here
-	 * rather than derived from the node's head, which moves on while the follower is down.
-	 * Absent in folders only backfilled.
-	 */
-	final_through?: number;
-	/**
-	 * Counts the saves of this manifest (absent before generations existed = 0). Files are named
-	 * after the generation that first lists them (layout.ts), so names are never reused.
-	 */
-	generation?: number;
-	/** Merged index runs (runs.ts): where settled chunks' index rows are. */
-	runs?: RunEntry[];
-	/** Blocks per partition (--partition-size) of the writers: which chunks are settled (runs.ts). */
-	partition_size?: number;
-	/** Token metadata read from the node (token-metadata.ts), per settled block range covered. */
-	metadata?: MetadataEntry[];
-	/** Every ERC-20 holding's balance as of a settled block, ranked per token (holder-ranks.ts): at most one. */
-	ranks?: RankEntry[];
-	/** Rows (all datasets) from which a settled chunk is no longer merged (chunk-merges.ts); absent: COMPACT_ROWS. */
-	compact_rows?: number;
-	/** The Delta Lake export's settings (delta/lake-export.ts); absent fields take the defaults. */
-	lake?: Partial<LakeSettings>;
-}
 
 /** The generation the next save will have: what new files are named after. */
 export const nextGeneration = (m: Manifest): number => (m.generation ?? 0) + 1;

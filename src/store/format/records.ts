@@ -4,11 +4,51 @@ import type { IndexName } from "./indexes.js";
 import type { RangeId } from "./layout.js";
 
 /*
- * The records the manifest (manifest.ts) holds, one type for each of its lists and settings, and
- * the tables those records name files in: here, beside the manifest, so that the manifest needs
- * no module of the features that write them (chunks/, indexes/runs.ts, holdings/, delta/), which
- * take them from here.
+ * The manifest's shape (format/): the Manifest and the records it holds, one type for each of its
+ * lists and settings, and the tables those records name files in. Here, apart from the code that
+ * reads and saves it (manifest.ts, manifest-check.ts), so that neither needs the other for its
+ * types nor a module of the features that write the records (chunks/, indexes/runs.ts,
+ * holdings/, delta/), which take them from here.
  */
+
+/**
+ * The checkpoint of a chain's data folder. A chunk is listed only after all its files are in
+ * place, so the manifest is the truth: files it does not list are leftovers of a crash and are
+ * removed on the next start. It holds no timestamps, so two runs over the same range write the
+ * same bytes.
+ */
+export interface Manifest {
+	version: 1;
+	chain: string;
+	chain_number: number;
+	chunks: ChunkEntry[];
+	/** Files of blocks that were reorged out (dataset ghost_blocks), kept so their hashes still answer. */
+	ghosts?: GhostEntry[];
+	/**
+	 * The follower's record of the highest stored block it has treated as final (written in a
+	 * partition chunk, or compacted): a reorg at or below it is a node fault, refused. Kept here
+	 * rather than derived from the node's head, which moves on while the follower is down.
+	 * Absent in folders only backfilled.
+	 */
+	final_through?: number;
+	/**
+	 * Counts the saves of this manifest (absent before generations existed = 0). Files are named
+	 * after the generation that first lists them (layout.ts), so names are never reused.
+	 */
+	generation?: number;
+	/** Merged index runs (runs.ts): where settled chunks' index rows are. */
+	runs?: RunEntry[];
+	/** Blocks per partition (--partition-size) of the writers: which chunks are settled (runs.ts). */
+	partition_size?: number;
+	/** Token metadata read from the node (token-metadata.ts), per settled block range covered. */
+	metadata?: MetadataEntry[];
+	/** Every ERC-20 holding's balance as of a settled block, ranked per token (holder-ranks.ts): at most one. */
+	ranks?: RankEntry[];
+	/** Rows (all datasets) from which a settled chunk is no longer merged (chunk-merges.ts); absent: COMPACT_ROWS. */
+	compact_rows?: number;
+	/** The Delta Lake export's settings (delta/lake-export.ts); absent fields take the defaults. */
+	lake?: Partial<LakeSettings>;
+}
 
 /** One written block range: its files exist for exactly the datasets listed. */
 export interface ChunkEntry {

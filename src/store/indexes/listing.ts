@@ -1,7 +1,7 @@
 import type { IndexName } from "../format/indexes.js";
 import { partitionPath } from "../format/layout.js";
-import { chunkFiles, ghostFiles, type Manifest, metadataFiles, rankFiles } from "../format/manifest.js";
-import { type ChunkEntry, METADATA_TABLE_NAMES, type RunEntry } from "../format/records.js";
+import { chunkFiles, ghostFiles, metadataFiles, rankFiles } from "../format/manifest.js";
+import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, type RunEntry } from "../format/records.js";
 import { filterPath } from "./key-filter.js";
 
 /*

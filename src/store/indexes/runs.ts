@@ -2,8 +2,8 @@ import { crashPoint } from "../../util/crash-point.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexName } from "../format/indexes.js";
 import { partitionPath } from "../format/layout.js";
-import { type Manifest, nextGeneration, saveManifest } from "../format/manifest.js";
-import type { ChunkEntry, RunEntry } from "../format/records.js";
+import { nextGeneration, saveManifest } from "../format/manifest.js";
+import type { ChunkEntry, Manifest, RunEntry } from "../format/records.js";
 import { filterPath, writeKeyFilter } from "./key-filter.js";
 import { runsOf } from "./listing.js";
 
