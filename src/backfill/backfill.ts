@@ -11,7 +11,7 @@ import { createParquetWriter } from "../store/files/parquet-writer.js";
 import { alignedChunks, chainDir } from "../store/format/layout.js";
 import { loadManifest, missingRanges, saveManifest } from "../store/format/manifest.js";
 import type { LakeSettings, Manifest } from "../store/format/records.js";
-import { ranksStep } from "../store/holder-ranks.js";
+import { ranksStep } from "../store/holdings/holder-ranks.js";
 import { mergeAll } from "../store/merges.js";
 import { damagedChunks } from "../store/repair.js";
 import { createRetireLater } from "../store/retire-later.js";

@@ -21,7 +21,7 @@ import { createParquetWriter, type ParquetWriter } from "../store/files/parquet-
 import { alignedChunks, chainDir, partitionPath } from "../store/format/layout.js";
 import { GHOST_DATASET, loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/format/manifest.js";
 import type { ChunkEntry, GhostEntry, LakeSettings, Manifest } from "../store/format/records.js";
-import { ranksDue, ranksStep } from "../store/holder-ranks.js";
+import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
 import { listedPaths } from "../store/indexes/listing.js";
 import { headStep, mergeDue, mergeNext } from "../store/merges.js";
 import { damagedChunks } from "../store/repair.js";

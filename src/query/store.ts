@@ -29,7 +29,7 @@ import {
 	type RankTable,
 } from "../store/format/records.js";
 import { SCHEMAS } from "../store/format/schema.js";
-import { RANK_COLUMNS, RANK_ROW_GROUP_SIZE, usableRanks } from "../store/holder-ranks.js";
+import { RANK_COLUMNS, RANK_ROW_GROUP_SIZE, usableRanks } from "../store/holdings/holder-ranks.js";
 import { type KeyFilter, loadKeyFilter } from "../store/indexes/key-filter.js";
 import { indexFiles, isIndexed, listedPaths } from "../store/indexes/listing.js";
 import { isFileError, parquetShape } from "../store/verify.js";

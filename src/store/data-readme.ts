@@ -4,7 +4,7 @@ import { PARQUET_OPTIONS } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./format/indexes.js";
 import { METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLETS } from "./format/records.js";
 import { SCHEMAS, SORT_KEY } from "./format/schema.js";
-import { RANK_COLUMNS } from "./holder-ranks.js";
+import { RANK_COLUMNS } from "./holdings/holder-ranks.js";
 import { BITS_PER_KEY } from "./indexes/key-filter.js";
 import { FAN_IN } from "./indexes/runs.js";
 

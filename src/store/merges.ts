@@ -7,10 +7,10 @@ import { DEFERRED, INDEX_NAMES, type IndexName, indexesFor } from "./format/inde
 import { partitionPath } from "./format/layout.js";
 import { saveManifest } from "./format/manifest.js";
 import type { ChunkEntry, Manifest } from "./format/records.js";
+import { metadataDue, metadataStep } from "./holdings/token-metadata.js";
 import { filterPath } from "./indexes/key-filter.js";
 import { isIndexed } from "./indexes/listing.js";
 import { mergeStep, planMerge, settledChunks, unsettledChunks } from "./indexes/runs.js";
-import { metadataDue, metadataStep } from "./token-metadata.js";
 
 /*
  * The background work on settled chunks, in the order it must run: the deferred index files

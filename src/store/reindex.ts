@@ -6,7 +6,7 @@ import { writtenWith } from "./format/indexes.js";
 import { chainDir, partitionPath } from "./format/layout.js";
 import { loadManifest, saveManifest } from "./format/manifest.js";
 import type { LakeSettings } from "./format/records.js";
-import { ranksStep } from "./holder-ranks.js";
+import { ranksStep } from "./holdings/holder-ranks.js";
 import { filterPath } from "./indexes/key-filter.js";
 import { isIndexed } from "./indexes/listing.js";
 import { deleteNow, mergeAll } from "./merges.js";

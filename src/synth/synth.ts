@@ -7,7 +7,7 @@ import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/files
 import { alignedChunks, partitionPath } from "../store/format/layout.js";
 import { loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/format/manifest.js";
 import type { ChunkEntry } from "../store/format/records.js";
-import { ranksStep } from "../store/holder-ranks.js";
+import { ranksStep } from "../store/holdings/holder-ranks.js";
 import { deleteNow, mergeAll } from "../store/merges.js";
 import type { ChainRef } from "../util/chain.js";
 import { sqlString as quote } from "../util/sql-string.js";

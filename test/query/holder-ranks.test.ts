@@ -11,7 +11,7 @@ import { amountOfParts, LIMBS, PARTS } from "../../src/store/format/amounts.js";
 import { manifestPath } from "../../src/store/format/layout.js";
 import { rankFiles } from "../../src/store/format/manifest.js";
 import type { Manifest } from "../../src/store/format/records.js";
-import { rankable, ranksDue, usableRanks } from "../../src/store/holder-ranks.js";
+import { rankable, ranksDue, usableRanks } from "../../src/store/holdings/holder-ranks.js";
 import { indexFiles } from "../../src/store/indexes/listing.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { compileContracts } from "../../src/workload/compile.js";

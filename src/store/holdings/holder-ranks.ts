@@ -1,11 +1,11 @@
-import { sqlString } from "../util/sql-string.js";
-import type { ParquetWriter } from "./files/parquet-writer.js";
-import { LIMBS, normalizedPartsSql, PARTS } from "./format/amounts.js";
-import type { RangeId } from "./format/layout.js";
-import { nextGeneration, rankFiles, rankPath, saveManifest } from "./format/manifest.js";
-import { type Manifest, RANKS, type RankEntry, type RankTable, WALLETS } from "./format/records.js";
-import { indexFiles, isIndexed } from "./indexes/listing.js";
-import { settledChunks } from "./indexes/runs.js";
+import { sqlString } from "../../util/sql-string.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { LIMBS, normalizedPartsSql, PARTS } from "../format/amounts.js";
+import type { RangeId } from "../format/layout.js";
+import { nextGeneration, rankFiles, rankPath, saveManifest } from "../format/manifest.js";
+import { type Manifest, RANKS, type RankEntry, type RankTable, WALLETS } from "../format/records.js";
+import { indexFiles, isIndexed } from "../indexes/listing.js";
+import { settledChunks } from "../indexes/runs.js";
 
 /*
  * Holder ranks: every ERC-20 holding's balance as of one settled block S, summed once from the
