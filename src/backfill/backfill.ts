@@ -4,7 +4,7 @@ import { ethBlockNumber, ethBlockNumberAtLeast, ethChainId } from "../rpc/action
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { metadataSource } from "../rpc/token-reads.js";
-import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
+import { writeChunk } from "../store/chunk-store.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
 import { acquireWriteLock } from "../store/files/lock.js";
 import { createParquetWriter } from "../store/files/parquet-writer.js";
@@ -14,7 +14,8 @@ import type { LakeSettings, Manifest } from "../store/format/records.js";
 import { ranksStep } from "../store/holdings/holder-ranks.js";
 import { mergeAll } from "../store/merges.js";
 import { damagedChunks } from "../store/repair.js";
-import { createRetireLater } from "../store/retire-later.js";
+import { removeUnlisted } from "../store/retire/remove-unlisted.js";
+import { createRetireLater } from "../store/retire/retire-later.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
 import { diskFullError, isDiskFull } from "../util/disk-full.js";

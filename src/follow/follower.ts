@@ -10,7 +10,6 @@ import {
 	dropReturnedGhosts,
 	hashNotIn,
 	mergeChunkDatasets,
-	removeUnlisted,
 	replaceChunks,
 	writeChunkFiles,
 } from "../store/chunk-store.js";
@@ -25,8 +24,9 @@ import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
 import { listedPaths } from "../store/indexes/listing.js";
 import { headStep, mergeDue, mergeNext } from "../store/merges.js";
 import { damagedChunks } from "../store/repair.js";
-import { RETIRE_GRACE_MS } from "../store/retire-later.js";
-import { dropRetired, noteRetired, pendingRetired } from "../store/retired-journal.js";
+import { removeUnlisted } from "../store/retire/remove-unlisted.js";
+import { RETIRE_GRACE_MS } from "../store/retire/retire-later.js";
+import { dropRetired, noteRetired, pendingRetired } from "../store/retire/retired-journal.js";
 import { isFileError } from "../store/verify.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";

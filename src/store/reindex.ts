@@ -10,7 +10,7 @@ import { ranksStep } from "./holdings/holder-ranks.js";
 import { filterPath } from "./indexes/key-filter.js";
 import { isIndexed } from "./indexes/listing.js";
 import { deleteNow, mergeAll } from "./merges.js";
-import { createRetireLater } from "./retire-later.js";
+import { createRetireLater } from "./retire/retire-later.js";
 import { upgradeTypes } from "./upgrade-types.js";
 import { checkRuns } from "./verify-runs.js";
 

@@ -8,7 +8,7 @@ import { createRpcClient } from "../../src/rpc/client.js";
 import { chainDir, manifestPath } from "../../src/store/format/layout.js";
 import type { Manifest } from "../../src/store/format/records.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";
-import { readRetired } from "../../src/store/retired-journal.js";
+import { readRetired } from "../../src/store/retire/retired-journal.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
