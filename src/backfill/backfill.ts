@@ -4,7 +4,8 @@ import { ethBlockNumber, ethBlockNumberAtLeast, ethChainId } from "../rpc/action
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { metadataSource } from "../rpc/token-reads.js";
-import { writeChunk } from "../store/chunk-store.js";
+import { writeChunk } from "../store/chunks/chunk-store.js";
+import { mergeAll } from "../store/chunks/merges.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
 import { acquireWriteLock } from "../store/files/lock.js";
 import { createParquetWriter } from "../store/files/parquet-writer.js";
@@ -12,7 +13,6 @@ import { alignedChunks, chainDir } from "../store/format/layout.js";
 import { loadManifest, missingRanges, saveManifest } from "../store/format/manifest.js";
 import type { LakeSettings, Manifest } from "../store/format/records.js";
 import { ranksStep } from "../store/holdings/holder-ranks.js";
-import { mergeAll } from "../store/merges.js";
 import { damagedChunks } from "../store/repair.js";
 import { removeUnlisted } from "../store/retire/remove-unlisted.js";
 import { createRetireLater } from "../store/retire/retire-later.js";

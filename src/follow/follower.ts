@@ -12,7 +12,8 @@ import {
 	mergeChunkDatasets,
 	replaceChunks,
 	writeChunkFiles,
-} from "../store/chunk-store.js";
+} from "../store/chunks/chunk-store.js";
+import { headStep, mergeDue, mergeNext } from "../store/chunks/merges.js";
 import { lakeExporter } from "../store/delta/lake-export.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
 import { acquireWriteLock } from "../store/files/lock.js";
@@ -22,7 +23,6 @@ import { GHOST_DATASET, loadManifest, missingRanges, nextGeneration, saveManifes
 import type { ChunkEntry, GhostEntry, LakeSettings, Manifest } from "../store/format/records.js";
 import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
 import { listedPaths } from "../store/indexes/listing.js";
-import { headStep, mergeDue, mergeNext } from "../store/merges.js";
 import { damagedChunks } from "../store/repair.js";
 import { removeUnlisted } from "../store/retire/remove-unlisted.js";
 import { RETIRE_GRACE_MS } from "../store/retire/retire-later.js";

@@ -1,5 +1,5 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
-import { COMPACT_ROWS } from "./chunk-merges.js";
+import { COMPACT_ROWS } from "./chunks/chunk-merges.js";
 import { PARQUET_OPTIONS } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./format/indexes.js";
 import { METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLETS } from "./format/records.js";

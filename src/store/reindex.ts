@@ -1,4 +1,5 @@
-import { deriveIndexes } from "./chunk-store.js";
+import { deriveIndexes } from "./chunks/chunk-store.js";
+import { deleteNow, mergeAll } from "./chunks/merges.js";
 import { applyLakeFlags } from "./delta/lake-flags.js";
 import { acquireWriteLock } from "./files/lock.js";
 import { createParquetWriter } from "./files/parquet-writer.js";
@@ -9,7 +10,6 @@ import type { LakeSettings } from "./format/records.js";
 import { ranksStep } from "./holdings/holder-ranks.js";
 import { filterPath } from "./indexes/key-filter.js";
 import { isIndexed } from "./indexes/listing.js";
-import { deleteNow, mergeAll } from "./merges.js";
 import { createRetireLater } from "./retire/retire-later.js";
 import { upgradeTypes } from "./upgrade-types.js";
 import { checkRuns } from "./verify-runs.js";

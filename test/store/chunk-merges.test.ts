@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { planChunkMerge } from "../../src/store/chunk-merges.js";
+import { planChunkMerge } from "../../src/store/chunks/chunk-merges.js";
 import { INDEX_NAMES } from "../../src/store/format/indexes.js";
 import type { ChunkEntry, Manifest, RunEntry } from "../../src/store/format/records.js";
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
 import type { TransferRow } from "../../src/extract/rows.js";
 import { DATASETS } from "../../src/extract/rows.js";
-import { replaceChunks } from "../../src/store/chunk-store.js";
+import { replaceChunks } from "../../src/store/chunks/chunk-store.js";
 import { createParquetWriter, INDEX_ROW_GROUP_SIZE } from "../../src/store/files/parquet-writer.js";
 import { INDEXES, indexesFor } from "../../src/store/format/indexes.js";
 import { partitionPath } from "../../src/store/format/layout.js";

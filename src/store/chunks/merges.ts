@@ -1,16 +1,16 @@
 import { rm } from "node:fs/promises";
-import type { TokenReader } from "../rpc/token-reads.js";
+import type { TokenReader } from "../../rpc/token-reads.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { DEFERRED, INDEX_NAMES, type IndexName, indexesFor } from "../format/indexes.js";
+import { partitionPath } from "../format/layout.js";
+import { saveManifest } from "../format/manifest.js";
+import type { ChunkEntry, Manifest } from "../format/records.js";
+import { metadataDue, metadataStep } from "../holdings/token-metadata.js";
+import { filterPath } from "../indexes/key-filter.js";
+import { isIndexed } from "../indexes/listing.js";
+import { mergeStep, planMerge, settledChunks, unsettledChunks } from "../indexes/runs.js";
 import { chunkMergeStep, planChunkMerge } from "./chunk-merges.js";
 import { deriveIndexes } from "./chunk-store.js";
-import type { ParquetWriter } from "./files/parquet-writer.js";
-import { DEFERRED, INDEX_NAMES, type IndexName, indexesFor } from "./format/indexes.js";
-import { partitionPath } from "./format/layout.js";
-import { saveManifest } from "./format/manifest.js";
-import type { ChunkEntry, Manifest } from "./format/records.js";
-import { metadataDue, metadataStep } from "./holdings/token-metadata.js";
-import { filterPath } from "./indexes/key-filter.js";
-import { isIndexed } from "./indexes/listing.js";
-import { mergeStep, planMerge, settledChunks, unsettledChunks } from "./indexes/runs.js";
 
 /*
  * The background work on settled chunks, in the order it must run: the deferred index files

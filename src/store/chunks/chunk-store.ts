@@ -1,12 +1,14 @@
-import type { TraceFormat } from "../extract/extract-block.js";
-import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
-import { crashPoint } from "../util/crash-point.js";
-import type { ParquetWriter } from "./files/parquet-writer.js";
-import { INDEXES, type IndexName, indexesFor, writtenWith } from "./format/indexes.js";
-import { partitionPath, stagingDir } from "./format/layout.js";
-import { chunkFiles, GHOST_DATASET, nextGeneration, saveManifest } from "./format/manifest.js";
-import type { ChunkEntry, GhostEntry, Manifest } from "./format/records.js";
-import { writeKeyFilter } from "./indexes/key-filter.js";
+import type { TraceFormat } from "../../extract/extract-block.js";
+import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../../extract/rows.js";
+import { crashPoint } from "../../util/crash-point.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { INDEXES, type IndexName, indexesFor, writtenWith } from "../format/indexes.js";
+import { partitionPath, stagingDir } from "../format/layout.js";
+import { chunkFiles, GHOST_DATASET, nextGeneration, saveManifest } from "../format/manifest.js";
+import type { ChunkEntry, GhostEntry, Manifest } from "../format/records.js";
+import { writeKeyFilter } from "../indexes/key-filter.js";
+
+/* Committing chunks (chunks/): a block range's files written, then listed in one manifest save. */
 
 export interface ChunkRange {
 	from: number;
