@@ -13,7 +13,7 @@
 import { parseArgs } from "node:util";
 import { chainsIn } from "../src/query/views.js";
 import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../src/store/delta/lake-flags.js";
-import { reindexChain } from "../src/store/reindex.js";
+import { reindexChain } from "../src/store/repair/reindex.js";
 import { parseChainId } from "../src/util/chain.js";
 import { startCli, usageError, userInput } from "../src/util/cli.js";
 

@@ -13,7 +13,7 @@ import { alignedChunks, chainDir } from "../store/format/layout.js";
 import { loadManifest, missingRanges, saveManifest } from "../store/format/manifest.js";
 import type { LakeSettings, Manifest } from "../store/format/records.js";
 import { ranksStep } from "../store/holdings/holder-ranks.js";
-import { damagedChunks } from "../store/repair.js";
+import { damagedChunks } from "../store/repair/repair.js";
 import { removeUnlisted } from "../store/retire/remove-unlisted.js";
 import { createRetireLater } from "../store/retire/retire-later.js";
 import type { ChainRef } from "../util/chain.js";

@@ -23,11 +23,11 @@ import { GHOST_DATASET, loadManifest, missingRanges, nextGeneration, saveManifes
 import type { ChunkEntry, GhostEntry, LakeSettings, Manifest } from "../store/format/records.js";
 import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
 import { listedPaths } from "../store/indexes/listing.js";
-import { damagedChunks } from "../store/repair.js";
+import { damagedChunks } from "../store/repair/repair.js";
+import { isFileError } from "../store/repair/verify.js";
 import { removeUnlisted } from "../store/retire/remove-unlisted.js";
 import { RETIRE_GRACE_MS } from "../store/retire/retire-later.js";
 import { dropRetired, noteRetired, pendingRetired } from "../store/retire/retired-journal.js";
-import { isFileError } from "../store/verify.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
 import { freeSpace, isDiskFull } from "../util/disk-full.js";

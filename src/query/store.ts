@@ -32,7 +32,7 @@ import { SCHEMAS } from "../store/format/schema.js";
 import { RANK_COLUMNS, RANK_ROW_GROUP_SIZE, usableRanks } from "../store/holdings/holder-ranks.js";
 import { type KeyFilter, loadKeyFilter } from "../store/indexes/key-filter.js";
 import { indexFiles, isIndexed, listedPaths } from "../store/indexes/listing.js";
-import { isFileError, parquetShape } from "../store/verify.js";
+import { isFileError, parquetShape } from "../store/repair/verify.js";
 import { sqlString as quote } from "../util/sql-string.js";
 import {
 	DamagedDataError,

@@ -15,7 +15,7 @@ import { acquireWriteLock } from "../../src/store/files/lock.js";
 import { INDEX_NAMES, indexesFor } from "../../src/store/format/indexes.js";
 import { manifestPath } from "../../src/store/format/layout.js";
 import type { Manifest } from "../../src/store/format/records.js";
-import { reindexChain } from "../../src/store/reindex.js";
+import { reindexChain } from "../../src/store/repair/reindex.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";

@@ -15,7 +15,7 @@ import type { Manifest } from "../../src/store/format/records.js";
 import { filterPath, loadKeyFilter } from "../../src/store/indexes/key-filter.js";
 import { isIndexed } from "../../src/store/indexes/listing.js";
 import { FAN_IN, partitionsOf, settledChunks } from "../../src/store/indexes/runs.js";
-import { reindexChain } from "../../src/store/reindex.js";
+import { reindexChain } from "../../src/store/repair/reindex.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";

@@ -22,8 +22,8 @@ import {
 import { type GhostEntry, type Manifest, METADATA_TABLES } from "../../src/store/format/records.js";
 import { NONCE, SCHEMAS } from "../../src/store/format/schema.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";
-import { reindexChain } from "../../src/store/reindex.js";
-import { hasUnsigned, upgradeTypes } from "../../src/store/upgrade-types.js";
+import { reindexChain } from "../../src/store/repair/reindex.js";
+import { hasUnsigned, upgradeTypes } from "../../src/store/repair/upgrade-types.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";

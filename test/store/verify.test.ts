@@ -18,7 +18,7 @@ import { createFollower } from "../../src/follow/follower.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { partitionFileName } from "../../src/store/format/layout.js";
 import type { ChunkEntry, Manifest } from "../../src/store/format/records.js";
-import { verifyChain } from "../../src/store/verify.js";
+import { verifyChain } from "../../src/store/repair/verify.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";

@@ -1,16 +1,16 @@
 import { existsSync } from "node:fs";
 import { copyFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { DatasetName } from "../extract/rows.js";
-import { fsyncDir, fsyncFile } from "../util/fsync.js";
-import { sqlString as quote } from "../util/sql-string.js";
-import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "./files/parquet-writer.js";
-import { INDEXES, type IndexDef, type IndexName } from "./format/indexes.js";
-import { partitionPath, type RangeId } from "./format/layout.js";
-import { GHOST_DATASET, nextGeneration, saveManifest } from "./format/manifest.js";
-import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, METADATA_TABLES } from "./format/records.js";
-import { NONCE } from "./format/schema.js";
-import { filterPath } from "./indexes/key-filter.js";
+import type { DatasetName } from "../../extract/rows.js";
+import { fsyncDir, fsyncFile } from "../../util/fsync.js";
+import { sqlString as quote } from "../../util/sql-string.js";
+import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "../files/parquet-writer.js";
+import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
+import { partitionPath, type RangeId } from "../format/layout.js";
+import { GHOST_DATASET, nextGeneration, saveManifest } from "../format/manifest.js";
+import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, METADATA_TABLES } from "../format/records.js";
+import { NONCE } from "../format/schema.js";
+import { filterPath } from "../indexes/key-filter.js";
 
 /*
  * Folders written before the stored integers became signed (schema.ts) hold UBIGINT, UINTEGER

@@ -1,18 +1,20 @@
-import { deriveIndexes } from "./chunks/chunk-store.js";
-import { deleteNow, mergeAll } from "./chunks/merges.js";
-import { applyLakeFlags } from "./delta/lake-flags.js";
-import { acquireWriteLock } from "./files/lock.js";
-import { createParquetWriter } from "./files/parquet-writer.js";
-import { writtenWith } from "./format/indexes.js";
-import { chainDir, partitionPath } from "./format/layout.js";
-import { loadManifest, saveManifest } from "./format/manifest.js";
-import type { LakeSettings } from "./format/records.js";
-import { ranksStep } from "./holdings/holder-ranks.js";
-import { filterPath } from "./indexes/key-filter.js";
-import { isIndexed } from "./indexes/listing.js";
-import { createRetireLater } from "./retire/retire-later.js";
+import { deriveIndexes } from "../chunks/chunk-store.js";
+import { deleteNow, mergeAll } from "../chunks/merges.js";
+import { applyLakeFlags } from "../delta/lake-flags.js";
+import { acquireWriteLock } from "../files/lock.js";
+import { createParquetWriter } from "../files/parquet-writer.js";
+import { writtenWith } from "../format/indexes.js";
+import { chainDir, partitionPath } from "../format/layout.js";
+import { loadManifest, saveManifest } from "../format/manifest.js";
+import type { LakeSettings } from "../format/records.js";
+import { ranksStep } from "../holdings/holder-ranks.js";
+import { filterPath } from "../indexes/key-filter.js";
+import { isIndexed } from "../indexes/listing.js";
+import { createRetireLater } from "../retire/retire-later.js";
 import { upgradeTypes } from "./upgrade-types.js";
 import { checkRuns } from "./verify-runs.js";
+
+/* `npm run reindex` (repair/): a chain's files brought up to this version's format, under its write lock. */
 
 /**
  * Rewrites the files written with unsigned integer types (upgrade-types.ts), then writes the
