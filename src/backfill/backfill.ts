@@ -229,7 +229,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 				}
 				progress.advance(chunkTo - from + 1, chunkRows);
 			}
-			// The holder ranks once a run has written its chunks, not per chunk (store/holder-ranks.ts).
+			// The holder ranks once a run has written its chunks, not per chunk (store/holdings/holder-ranks.ts).
 			if (chunks.length > 0 && !opts.signal?.aborted) {
 				const gone = await ranksStep(writer, dataDir, manifest);
 				if (gone) retired.retire(gone);

@@ -74,7 +74,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 			await mergeAll(writer, o.dataDir, manifest, deleteNow);
 			o.onChunk?.(entry, ++done, todo.length);
 		}
-		// The holder ranks once, as a backfill's end writes them (store/holder-ranks.ts).
+		// The holder ranks once, as a backfill's end writes them (store/holdings/holder-ranks.ts).
 		await deleteNow((await ranksStep(writer, o.dataDir, manifest)) ?? []);
 		return { chunks: manifest.chunks.length, rows: totals };
 	} finally {

@@ -36,15 +36,18 @@ export interface Manifest {
 	 * after the generation that first lists them (layout.ts), so names are never reused.
 	 */
 	generation?: number;
-	/** Merged index runs (runs.ts): where settled chunks' index rows are. */
+	/** Merged index runs (indexes/runs.ts): where settled chunks' index rows are. */
 	runs?: RunEntry[];
-	/** Blocks per partition (--partition-size) of the writers: which chunks are settled (runs.ts). */
+	/** Blocks per partition (--partition-size) of the writers: which chunks are settled (indexes/runs.ts). */
 	partition_size?: number;
-	/** Token metadata read from the node (token-metadata.ts), per settled block range covered. */
+	/** Token metadata read from the node (holdings/token-metadata.ts), per settled block range covered. */
 	metadata?: MetadataEntry[];
-	/** Every ERC-20 holding's balance as of a settled block, ranked per token (holder-ranks.ts): at most one. */
+	/** Every ERC-20 holding's balance as of a settled block, ranked per token (holdings/holder-ranks.ts): at most one. */
 	ranks?: RankEntry[];
-	/** Rows (all datasets) from which a settled chunk is no longer merged (chunk-merges.ts); absent: COMPACT_ROWS. */
+	/**
+	 * Rows (all datasets) from which a settled chunk is no longer merged (chunks/chunk-merges.ts);
+	 * absent: COMPACT_ROWS.
+	 */
 	compact_rows?: number;
 	/** The Delta Lake export's settings (delta/lake-export.ts); absent fields take the defaults. */
 	lake?: Partial<LakeSettings>;
