@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { createBackfill } from "../src/backfill/backfill.js";
 import { DATASETS } from "../src/extract/rows.js";
 import { createRpcClient } from "../src/rpc/client.js";
-import { datasetDir } from "../src/store/layout.js";
+import { datasetDir } from "../src/store/format/layout.js";
 import { parseChainId } from "../src/util/chain.js";
 import { flagUsage, startCli } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";

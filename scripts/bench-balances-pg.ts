@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { readManifestSafe } from "../src/store/manifest.js";
+import { readManifestSafe } from "../src/store/format/manifest.js";
 import { type SynthTargets, targetsPath } from "../src/synth/targets.js";
 import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { fmt, timeCalls } from "./bench/measure.js";

@@ -104,7 +104,7 @@ if (busiest && values.only !== "holders") {
 		});
 	}
 }
-// Holders pages with the holder ranks (store/holder-ranks.ts) and, side by side, with them
+// Holders pages with the holder ranks (store/holdings/holder-ranks.ts) and, side by side, with them
 // hidden (every holding summed from the index files): at the head, at a block just after the
 // ranks' block (read through them), at the mid-history block (before it: summed), and page 5.
 const ranks = store.snapshot(chain).ranks();

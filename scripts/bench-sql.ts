@@ -14,7 +14,7 @@ import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
 import { createStore } from "../src/query/store.js";
 import { datasetViews } from "../src/query/views.js";
-import { readManifestSafe } from "../src/store/manifest.js";
+import { readManifestSafe } from "../src/store/format/manifest.js";
 import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { fmt, summarise } from "./bench/measure.js";
 

@@ -1,11 +1,11 @@
 /**
  * `npm run reindex -- --data-dir data [--chain eip155-1] [--compact-rows N] [--delta on|off]
  * [--delta-retention-minutes 360] [--delta-final-only false|true]`: rewrites files
- * written with unsigned integer types with signed ones (src/store/upgrade-types.ts), writes the index
- * files (by address and by hash, src/store/indexes.ts) for chunks that lack them, e.g. data
+ * written with unsigned integer types with signed ones (src/store/repair/upgrade-types.ts), writes the index
+ * files (by address and by hash, src/store/format/indexes.ts) for chunks that lack them, e.g. data
  * backfilled before they existed, rebuilds damaged merged runs, merges settled chunks' index
- * files into runs (src/store/runs.ts) and their dataset files into larger chunks
- * (src/store/chunk-merges.ts).
+ * files into runs (src/store/indexes/runs.ts) and their dataset files into larger chunks
+ * (src/store/chunks/chunk-merges.ts).
  * Its saves bring the Delta Lake logs up to date too (src/store/delta/).
  * Resumable; stop the chain's backfill or follower first. Failures (a damaged manifest, a held
  * lock, a bad chain id) go through src/util/cli.ts: the message says what to do; no stack.
@@ -13,7 +13,7 @@
 import { parseArgs } from "node:util";
 import { chainsIn } from "../src/query/views.js";
 import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../src/store/delta/lake-flags.js";
-import { reindexChain } from "../src/store/reindex.js";
+import { reindexChain } from "../src/store/repair/reindex.js";
 import { parseChainId } from "../src/util/chain.js";
 import { startCli, usageError, userInput } from "../src/util/cli.js";
 

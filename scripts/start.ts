@@ -6,7 +6,7 @@
  *   data/demo/ (or CHAINLAKE_DEMO_DIR) is a fresh demo chain each start, so it is emptied first,
  *   but never under a live writer: the demo holds the folder's write lock while it runs, and a
  *   second start on the same folder (or one whose chain folder a follow/backfill writes) is refused
- *   with one line naming that process, before anything is deleted (store/clear-folder.ts).
+ *   with one line naming that process, before anything is deleted (store/files/clear-folder.ts).
  * - With CHAINLAKE_RPC_URL set: follows that chain instead (from CHAINLAKE_START_BLOCK, default
  *   the head minus 100) into CHAINLAKE_DATA_DIR (default data/), and serves it.
  * Prints the base URL, a demo API key, the docs URL, the anvil RPC URL and data folder, and curl
@@ -25,9 +25,9 @@ import { startFollowers } from "../src/follow/followers.js";
 import { createStore } from "../src/query/store.js";
 import { ethBlockNumber, ethChainId } from "../src/rpc/actions.js";
 import { createRpcClient } from "../src/rpc/client.js";
-import { claimAndClearFolder } from "../src/store/clear-folder.js";
-import { chainDir } from "../src/store/layout.js";
-import { acquireWriteLock, DataDirLockedError } from "../src/store/lock.js";
+import { claimAndClearFolder } from "../src/store/files/clear-folder.js";
+import { acquireWriteLock, DataDirLockedError } from "../src/store/files/lock.js";
+import { chainDir } from "../src/store/format/layout.js";
 import { parseChainId } from "../src/util/chain.js";
 import { demoDir, runCli } from "../src/util/cli.js";
 import { ChainlakeError } from "../src/util/errors.js";
@@ -103,7 +103,7 @@ runCli(spec, async (argv) => {
 	let work: WorkloadResult | undefined;
 	let rpcUrl: string;
 	let startBlock: number | undefined;
-	/** The demo folder's write lock, held until the end (store/clear-folder.ts). */
+	/** The demo folder's write lock, held until the end (store/files/clear-folder.ts). */
 	let releaseFolder: (() => void) | undefined;
 	const dir = external ? (process.env.CHAINLAKE_DATA_DIR ?? "data") : demoDir();
 	dataDir = dir;

@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import pg from "pg";
 import type { DatasetName } from "../../src/extract/rows.js";
-import { listedFiles, readManifestSafe } from "../../src/store/manifest.js";
-import { SCHEMAS } from "../../src/store/schema.js";
+import { listedFiles, readManifestSafe } from "../../src/store/format/manifest.js";
+import { SCHEMAS } from "../../src/store/format/schema.js";
 
 /**
  * PostgreSQL as a user would otherwise run it for this data: Debian's package, a fresh cluster

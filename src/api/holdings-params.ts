@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Snapshot } from "../query/store.js";
-import { missingRanges } from "../store/manifest.js";
+import { missingRanges } from "../store/format/manifest.js";
 import { ApiError, badRequest } from "./errors.js";
 import { describedAs, documented } from "./param-docs.js";
 import { BATCH_SIZE, blockNumberParam, CHAIN_ID, formatParam, limitParam } from "./params.js";

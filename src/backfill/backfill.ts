@@ -4,17 +4,18 @@ import { ethBlockNumber, ethBlockNumberAtLeast, ethChainId } from "../rpc/action
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { metadataSource } from "../rpc/token-reads.js";
-import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
-import type { LakeSettings } from "../store/delta/lake-export.js";
+import { writeChunk } from "../store/chunks/chunk-store.js";
+import { mergeAll } from "../store/chunks/merges.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
-import { ranksStep } from "../store/holder-ranks.js";
-import { alignedChunks, chainDir } from "../store/layout.js";
-import { acquireWriteLock } from "../store/lock.js";
-import { loadManifest, type Manifest, missingRanges, saveManifest } from "../store/manifest.js";
-import { mergeAll } from "../store/merges.js";
-import { createParquetWriter } from "../store/parquet-writer.js";
-import { damagedChunks } from "../store/repair.js";
-import { createRetireLater } from "../store/retire-later.js";
+import { acquireWriteLock } from "../store/files/lock.js";
+import { createParquetWriter } from "../store/files/parquet-writer.js";
+import { alignedChunks, chainDir } from "../store/format/layout.js";
+import { loadManifest, missingRanges, saveManifest } from "../store/format/manifest.js";
+import type { LakeSettings, Manifest } from "../store/format/records.js";
+import { ranksStep } from "../store/holdings/holder-ranks.js";
+import { damagedChunks } from "../store/repair/repair.js";
+import { removeUnlisted } from "../store/retire/remove-unlisted.js";
+import { createRetireLater } from "../store/retire/retire-later.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
 import { diskFullError, isDiskFull } from "../util/disk-full.js";
@@ -228,7 +229,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 				}
 				progress.advance(chunkTo - from + 1, chunkRows);
 			}
-			// The holder ranks once a run has written its chunks, not per chunk (store/holder-ranks.ts).
+			// The holder ranks once a run has written its chunks, not per chunk (store/holdings/holder-ranks.ts).
 			if (chunks.length > 0 && !opts.signal?.aborted) {
 				const gone = await ranksStep(writer, dataDir, manifest);
 				if (gone) retired.retire(gone);

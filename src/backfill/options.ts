@@ -1,8 +1,8 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import type { TraceMode } from "../rpc/detect-traces.js";
-import type { LakeSettings } from "../store/delta/lake-export.js";
 import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../store/delta/lake-flags.js";
+import type { LakeSettings } from "../store/format/records.js";
 import { type ChainRef, isChainId, parseChainId } from "../util/chain.js";
 import { UserInputError } from "../util/errors.js";
 import { DEFAULT_CONCURRENCY, DEFAULT_PARTITION_SIZE } from "./backfill.js";

@@ -1,6 +1,6 @@
 /**
  * One interface per dataset: the rows the extractors produce and the Parquet writer stores.
- * Column types and docs live in store/schema.ts, which the compiler keeps in step with these.
+ * Column types and docs live in store/format/schema.ts, which the compiler keeps in step with these.
  * Conventions: addresses and hashes lowercase 0x hex; uint256 amounts exact decimal strings;
  * counts, gas and indexes numbers; absent values null.
  */

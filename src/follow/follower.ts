@@ -10,32 +10,24 @@ import {
 	dropReturnedGhosts,
 	hashNotIn,
 	mergeChunkDatasets,
-	removeUnlisted,
 	replaceChunks,
 	writeChunkFiles,
-} from "../store/chunk-store.js";
-import { type LakeSettings, lakeExporter } from "../store/delta/lake-export.js";
+} from "../store/chunks/chunk-store.js";
+import { headStep, mergeDue, mergeNext } from "../store/chunks/merges.js";
+import { lakeExporter } from "../store/delta/lake-export.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";
-import { ranksDue, ranksStep } from "../store/holder-ranks.js";
-import { alignedChunks, chainDir, partitionPath } from "../store/layout.js";
-import { listedPaths } from "../store/listing.js";
-import { acquireWriteLock } from "../store/lock.js";
-import {
-	type ChunkEntry,
-	GHOST_DATASET,
-	type GhostEntry,
-	loadManifest,
-	type Manifest,
-	missingRanges,
-	nextGeneration,
-	saveManifest,
-} from "../store/manifest.js";
-import { headStep, mergeDue, mergeNext } from "../store/merges.js";
-import { createParquetWriter, type ParquetWriter } from "../store/parquet-writer.js";
-import { damagedChunks } from "../store/repair.js";
-import { RETIRE_GRACE_MS } from "../store/retire-later.js";
-import { dropRetired, noteRetired, pendingRetired } from "../store/retired-journal.js";
-import { isFileError } from "../store/verify.js";
+import { acquireWriteLock } from "../store/files/lock.js";
+import { createParquetWriter, type ParquetWriter } from "../store/files/parquet-writer.js";
+import { alignedChunks, chainDir, partitionPath } from "../store/format/layout.js";
+import { GHOST_DATASET, loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/format/manifest.js";
+import type { ChunkEntry, GhostEntry, LakeSettings, Manifest } from "../store/format/records.js";
+import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
+import { listedPaths } from "../store/indexes/listing.js";
+import { damagedChunks } from "../store/repair/repair.js";
+import { isFileError } from "../store/repair/verify.js";
+import { removeUnlisted } from "../store/retire/remove-unlisted.js";
+import { RETIRE_GRACE_MS } from "../store/retire/retire-later.js";
+import { dropRetired, noteRetired, pendingRetired } from "../store/retire/retired-journal.js";
 import type { ChainRef } from "../util/chain.js";
 import { crashPoint } from "../util/crash-point.js";
 import { freeSpace, isDiskFull } from "../util/disk-full.js";

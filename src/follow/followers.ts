@@ -2,7 +2,7 @@ import type { FollowSource } from "../api/metrics.js";
 import { ethChainId } from "../rpc/actions.js";
 import { createRpcClient } from "../rpc/client.js";
 import type { TraceMode } from "../rpc/detect-traces.js";
-import type { LakeSettings } from "../store/delta/lake-export.js";
+import type { LakeSettings } from "../store/format/records.js";
 import { parseChainId } from "../util/chain.js";
 import { UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";

@@ -1,5 +1,5 @@
-import { amountOf, LIMBS } from "../store/amounts.js";
-import { WALLETS } from "../store/holder-ranks.js";
+import { amountOf, LIMBS } from "../store/format/amounts.js";
+import { WALLETS } from "../store/format/records.js";
 import { deltaSums } from "./deltas.js";
 import type { Snapshot } from "./store.js";
 
@@ -31,7 +31,7 @@ export function tokenBalancesPage(
 
 /**
  * The holder's sums of the `erc20_balances` index (query/deltas.ts), or its rows of the holder
- * ranks (store/holder-ranks.ts) plus its changes after their block.
+ * ranks (store/holdings/holder-ranks.ts) plus its changes after their block.
  */
 async function balancesOf(
 	db: Snapshot,
@@ -104,7 +104,7 @@ export interface NativeBalance {
 	raw: bigint;
 	/** The last block at or before the asked one that changed it (0: none did since genesis). */
 	seenAt: number;
-	/** Whether its genesis allocation is known (read when it first paid, store/token-metadata.ts). */
+	/** Whether its genesis allocation is known (read when it first paid, store/holdings/token-metadata.ts). */
 	opening: bigint | null;
 }
 

@@ -1,10 +1,10 @@
-import { LIMBS } from "../store/amounts.js";
-import { HOLDING_KEYS, type HoldingKind, movesSql, nativeMovesSql, signedLimbSumsSql } from "../store/deltas.js";
-import { INDEXES, type IndexDef, type IndexName } from "../store/indexes.js";
+import { LIMBS } from "../store/format/amounts.js";
+import { HOLDING_KEYS, type HoldingKind, movesSql, nativeMovesSql, signedLimbSumsSql } from "../store/format/deltas.js";
+import { INDEXES, type IndexDef, type IndexName } from "../store/format/indexes.js";
 import type { Params, Snapshot } from "./store.js";
 
 /*
- * Balances as of a block, summed from the balance indexes (store/deltas.ts): one holder's
+ * Balances as of a block, summed from the balance indexes (store/format/deltas.ts): one holder's
  * holdings, or one token's holders. Shared by the ERC-20 routes (balances.ts, holders.ts) and
  * the NFT routes (nfts.ts).
  *
@@ -52,7 +52,7 @@ export interface DeltaQuery {
 	/** As of this block (at most the head). */
 	n: number;
 	/**
-	 * Only the changes after this block (holder ranks, store/holder-ranks.ts, hold the balances up
+	 * Only the changes after this block (holder ranks, store/holdings/holder-ranks.ts, hold the balances up
 	 * to it; no index file may span it): the files and the tail after it are read, no others.
 	 */
 	since?: number;

@@ -1,5 +1,12 @@
-import { amountOfParts, LIMBS, normalizedPartsSql, PARTS, positiveSql, somePositiveLimbSql } from "../store/amounts.js";
-import { RANKS } from "../store/holder-ranks.js";
+import {
+	amountOfParts,
+	LIMBS,
+	normalizedPartsSql,
+	PARTS,
+	positiveSql,
+	somePositiveLimbSql,
+} from "../store/format/amounts.js";
+import { RANKS } from "../store/format/records.js";
 import { deltaSums } from "./deltas.js";
 import type { Params, Snapshot } from "./store.js";
 
@@ -46,7 +53,7 @@ export async function tokenHolders(
 	const head = db.head();
 	if (head === null) return { holders: [], hasMore: false };
 	const n = Math.min(at ?? head, head);
-	// From the holder ranks where they cover a prefix of the blocks (store/holder-ranks.ts), for
+	// From the holder ranks where they cover a prefix of the blocks (store/holdings/holder-ranks.ts), for
 	// a token with many holdings: a few thousand are summed faster than its ranked rows are read.
 	const ranks = db.ranks();
 	const since = ranks && ranks.to <= n && (await db.ranked(token)) ? ranks.to : undefined;

@@ -1,5 +1,5 @@
-import { amountOfParts, normalizedPartsSql, PARTS, positiveSql, somePositiveLimbSql } from "../store/amounts.js";
-import { movesSql } from "../store/deltas.js";
+import { amountOfParts, normalizedPartsSql, PARTS, positiveSql, somePositiveLimbSql } from "../store/format/amounts.js";
+import { movesSql } from "../store/format/deltas.js";
 import { inList } from "./conditions.js";
 import { deltaSums, inRanges } from "./deltas.js";
 import type { Params, Row, Snapshot } from "./store.js";

@@ -1,8 +1,8 @@
-import { BLOCK_RECORD_FIELDS, LOG_RECORD_FIELDS, TX_RECORD_FIELDS } from "../store/lookup-records.js";
+import { BLOCK_RECORD_FIELDS, LOG_RECORD_FIELDS, TX_RECORD_FIELDS } from "../store/format/lookup-records.js";
 import type { Row } from "./store.js";
 
 /**
- * Lookup records (store/lookup-records.ts) back to the rows the columns' own queries return: the
+ * Lookup records (store/format/lookup-records.ts) back to the rows the columns' own queries return: the
  * same names, the key put back, a log's transaction context copied from its transaction. Values
  * come back as JSON gives them (integers as numbers, every uint256 and the block nonce as text),
  * which the API's record shapes (api/records.ts) read alike.

@@ -8,32 +8,32 @@ import {
 	type DuckDBValue,
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
+import { INDEXES, type IndexName } from "../store/format/indexes.js";
+import { manifestPath } from "../store/format/layout.js";
 import {
-	RANK_COLUMNS,
-	RANK_ROW_GROUP_SIZE,
+	GHOST_DATASET,
+	ghostFiles,
+	listedFiles,
+	metadataFiles,
+	rankFiles,
+	readManifestChecked,
+} from "../store/format/manifest.js";
+import {
+	type ChunkEntry,
+	type Manifest,
+	METADATA_TABLES,
+	type MetadataTable,
 	RANK_TABLES,
 	RANKS,
 	type RankEntry,
 	type RankTable,
-	rankFiles,
-	usableRanks,
-} from "../store/holder-ranks.js";
-import { INDEXES, type IndexName } from "../store/indexes.js";
-import { type KeyFilter, loadKeyFilter } from "../store/key-filter.js";
-import { manifestPath } from "../store/layout.js";
-import { indexFiles, isIndexed, listedPaths } from "../store/listing.js";
-import {
-	type ChunkEntry,
-	GHOST_DATASET,
-	ghostFiles,
-	listedFiles,
-	type Manifest,
-	readManifestChecked,
-} from "../store/manifest.js";
-import { SETTLE_DEPTH } from "../store/runs.js";
-import { SCHEMAS } from "../store/schema.js";
-import { METADATA_TABLES, type MetadataTable, metadataFiles } from "../store/token-metadata.js";
-import { isFileError, parquetShape } from "../store/verify.js";
+} from "../store/format/records.js";
+import { SCHEMAS } from "../store/format/schema.js";
+import { RANK_COLUMNS, RANK_ROW_GROUP_SIZE, usableRanks } from "../store/holdings/holder-ranks.js";
+import { type KeyFilter, loadKeyFilter } from "../store/indexes/key-filter.js";
+import { indexFiles, isIndexed, listedPaths } from "../store/indexes/listing.js";
+import { SETTLE_DEPTH } from "../store/indexes/runs.js";
+import { isFileError, parquetShape } from "../store/repair/verify.js";
 import { sqlString as quote } from "../util/sql-string.js";
 import {
 	DamagedDataError,

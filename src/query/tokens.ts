@@ -1,7 +1,7 @@
 import { inList } from "./conditions.js";
 import type { Params, Snapshot } from "./store.js";
 
-/** A token's metadata as cached in the lake (store/token-metadata.ts); nulls where unread. */
+/** A token's metadata as cached in the lake (store/holdings/token-metadata.ts); nulls where unread. */
 export interface TokenMeta {
 	standard: string | null;
 	name: string | null;

@@ -1,4 +1,4 @@
-import type { IndexName } from "../store/indexes.js";
+import type { IndexName } from "../store/format/indexes.js";
 import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import { decodeTransactionRecord } from "./records-decode.js";
@@ -30,7 +30,7 @@ export const everyChunkHas = (db: Snapshot, dataset: "transactions" | "blocks", 
 	db.chunks().every((c) => !c.datasets.includes(dataset) || db.indexed(index, c));
 
 /**
- * A transaction by hash with its logs: one read of its record (store/lookup-records.ts: two
+ * A transaction by hash with its logs: one read of its record (store/format/lookup-records.ts: two
  * columns of one small row group of the runs whose key filter admits the hash; a missing hash
  * usually reads no file at all) where every chunk has `transaction_records`; else, in folders
  * written before it until `npm run reindex`, the row from the older hash index or the

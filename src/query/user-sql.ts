@@ -13,8 +13,8 @@ import {
 } from "@duckdb/node-api";
 import type { ColumnKind } from "../api/list-columns.js";
 import { DATASETS } from "../extract/rows.js";
-import { listedFiles, type Manifest } from "../store/manifest.js";
-import { METADATA_TABLE_NAMES, metadataFiles } from "../store/token-metadata.js";
+import { listedFiles, metadataFiles } from "../store/format/manifest.js";
+import { type Manifest, METADATA_TABLE_NAMES } from "../store/format/records.js";
 import { sqlString } from "../util/sql-string.js";
 import { lockDownTo } from "./lock-down.js";
 import { datasetViews } from "./views.js";

@@ -1,10 +1,10 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
-import { manifestPath } from "../store/layout.js";
-import { listedFiles, type Manifest, readManifestSafe } from "../store/manifest.js";
-import { uint256Columns } from "../store/schema.js";
-import { METADATA_TABLE_NAMES, metadataFiles } from "../store/token-metadata.js";
+import { manifestPath } from "../store/format/layout.js";
+import { listedFiles, metadataFiles, readManifestSafe } from "../store/format/manifest.js";
+import { type Manifest, METADATA_TABLE_NAMES } from "../store/format/records.js";
+import { uint256Columns } from "../store/format/schema.js";
 import { sqlString as quote } from "../util/sql-string.js";
 
 /**

@@ -7,7 +7,7 @@ import type { Bucket } from "./bucket.js";
  * A reader's local copy of the lake files its queries touch, read through from the bucket:
  * a query names its files, `hold` fetches those not here (each once, however many queries ask
  * at the same time) and keeps them until the query ends. Files are immutable and uniquely named
- * (store/layout.ts), so a cached file never goes stale; it is written under a temporary name and
+ * (store/format/layout.ts), so a cached file never goes stale; it is written under a temporary name and
  * renamed, so one that is here is whole, across restarts too. Past `maxBytes`, the files
  * used least recently and held by no query are deleted.
  */

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { checkManifestText } from "../store/manifest-check.js";
+import { checkManifestText } from "../store/format/manifest-check.js";
 import type { Logger } from "../util/logger.js";
 import type { Bucket } from "./bucket.js";
 

@@ -1,15 +1,15 @@
 import { readFile } from "node:fs/promises";
 import { relative } from "node:path";
 import { lakeSettings } from "../store/delta/lake-export.js";
-import { manifestPath, statusPath } from "../store/layout.js";
-import { listedPaths } from "../store/listing.js";
-import type { Manifest } from "../store/manifest.js";
+import { manifestPath, statusPath } from "../store/format/layout.js";
+import type { Manifest } from "../store/format/records.js";
+import { listedPaths } from "../store/indexes/listing.js";
 import type { Logger } from "../util/logger.js";
 import type { Bucket } from "./bucket.js";
 
 /*
  * The writer's side of the lake on object storage: the chain's files as its manifest lists
- * them, copied to a bucket. Every data file is immutable and uniquely named (store/layout.ts),
+ * them, copied to a bucket. Every data file is immutable and uniquely named (store/format/layout.ts),
  * so a file is uploaded once and never changes; the manifest goes last, so a reader that sees a
  * manifest finds every file it lists. Files the manifest stopped listing stay in the bucket for
  * the lake's retention (`lake.retention_minutes`, the Delta export's too) counted from when

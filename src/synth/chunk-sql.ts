@@ -1,6 +1,6 @@
 import type { DatasetName } from "../extract/rows.js";
 import { TRANSFER_SINGLE_TOPIC, TRANSFER_TOPIC } from "../extract/token-transfers.js";
-import { SCHEMAS } from "../store/schema.js";
+import { SCHEMAS } from "../store/format/schema.js";
 import { BLOCK_SECONDS, GENESIS_TIMESTAMP, PEAK_TXS_PER_BLOCK, RAMP_EXPONENT, type Scale } from "./scales.js";
 
 /**

@@ -2,12 +2,13 @@ import { mkdir, rename } from "node:fs/promises";
 import { dirname } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../extract/rows.js";
-import { deriveIndexes } from "../store/chunk-store.js";
-import { ranksStep } from "../store/holder-ranks.js";
-import { alignedChunks, partitionPath } from "../store/layout.js";
-import { type ChunkEntry, loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/manifest.js";
-import { deleteNow, mergeAll } from "../store/merges.js";
-import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/parquet-writer.js";
+import { deriveIndexes } from "../store/chunks/chunk-store.js";
+import { deleteNow, mergeAll } from "../store/chunks/merges.js";
+import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/files/parquet-writer.js";
+import { alignedChunks, partitionPath } from "../store/format/layout.js";
+import { loadManifest, missingRanges, nextGeneration, saveManifest } from "../store/format/manifest.js";
+import type { ChunkEntry } from "../store/format/records.js";
+import { ranksStep } from "../store/holdings/holder-ranks.js";
 import type { ChainRef } from "../util/chain.js";
 import { sqlString as quote } from "../util/sql-string.js";
 import { chunkTablesSql, datasetSelectSql, macrosSql } from "./chunk-sql.js";
@@ -73,7 +74,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 			await mergeAll(writer, o.dataDir, manifest, deleteNow);
 			o.onChunk?.(entry, ++done, todo.length);
 		}
-		// The holder ranks once, as a backfill's end writes them (store/holder-ranks.ts).
+		// The holder ranks once, as a backfill's end writes them (store/holdings/holder-ranks.ts).
 		await deleteNow((await ranksStep(writer, o.dataDir, manifest)) ?? []);
 		return { chunks: manifest.chunks.length, rows: totals };
 	} finally {

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { listedFiles, readManifestSafe } from "../store/manifest.js";
+import { listedFiles, readManifestSafe } from "../store/format/manifest.js";
 import { sqlString as quote } from "../util/sql-string.js";
 
 /**

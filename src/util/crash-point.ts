@@ -10,19 +10,20 @@ import { writeSync } from "node:fs";
  * Without the variable a crash point costs one comparison: the variable is read once, at load.
  */
 export const CRASH_POINTS = [
-	// store/lock.ts
+	// store/files/lock.ts
 	"lock.acquired", // lock taken and our pid written, nothing else done
-	// store/chunk-store.ts
+	// store/retire/remove-unlisted.ts
 	"recover.file-removed", // start-up cleanup of a crashed run's leftovers, after each file removed
+	// store/chunks/chunk-store.ts
 	"chunk.dataset-written", // one dataset file of a chunk renamed into place, the next not yet written
 	"chunk.index-written", // one index file of a chunk written, the next (or the manifest) not yet
 	"chunk.files-written", // every file of a chunk in place, the manifest does not list it yet
-	// store/parquet-writer.ts
+	// store/files/parquet-writer.ts
 	"parquet.write.tmp-written", // a dataset's <file>.tmp complete, not yet renamed
 	"parquet.write.renamed", // the file renamed into place, its staged NDJSON not yet removed
 	"parquet.merge.tmp-written", // a merged (compacted or ghost) <file>.tmp complete, not yet renamed
 	"parquet.derive.tmp-written", // an index's <file>.tmp complete, not yet renamed
-	// store/manifest.ts
+	// store/format/manifest.ts
 	"manifest.tmp-written", // _manifest.json.tmp complete, not yet renamed over _manifest.json
 	"manifest.saved", // the new manifest in place (the commit), the caller not yet told
 	// store/delta/delta-log.ts
@@ -42,14 +43,14 @@ export const CRASH_POINTS = [
 	"follow.reorg.detected", // orphaned chunks found, nothing written
 	"follow.reorg.ghosts-written", // the orphaned blocks' ghost file written, the manifest still lists the orphans
 	"follow.reorg.committed", // the manifest without the orphans (ghosts listed) saved, canonical blocks not yet appended
-	// store/runs.ts
+	// store/indexes/runs.ts
 	"runs.merged", // a merged index run file written, no filter yet, the manifest still lists its inputs
 	"runs.filter-written", // the run's key filter written too, the manifest still lists the inputs
 	"runs.committed", // the manifest lists the run, its inputs not yet deleted
-	// store/chunk-merges.ts
+	// store/chunks/chunk-merges.ts
 	"chunks.merged", // a merged chunk's dataset and index files written, the manifest still lists its inputs
 	"chunks.committed", // the manifest lists the merged chunk, its inputs not yet deleted
-	// store/token-metadata.ts
+	// store/holdings/token-metadata.ts
 	"metadata.written", // a range's token metadata files written, the manifest does not list them
 	"metadata.committed", // the manifest lists them
 ] as const;

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { createStore } from "../../src/query/store.js";
-import { partitionFileName } from "../../src/store/layout.js";
-import type { ChunkEntry, Manifest } from "../../src/store/manifest.js";
+import { partitionFileName } from "../../src/store/format/layout.js";
+import type { ChunkEntry, Manifest } from "../../src/store/format/records.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { type ApiFixture, AUTH, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
 

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKey, createKeyring } from "../../src/api/keys.js";
 import { createStore, type Store } from "../../src/query/store.js";
-import { manifestPath } from "../../src/store/layout.js";
+import { manifestPath } from "../../src/store/format/layout.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DATASETS } from "../../src/extract/rows.js";
-import { indexesFor } from "../../src/store/indexes.js";
+import { indexesFor } from "../../src/store/format/indexes.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { seededRandom } from "../crash/seeded.js";

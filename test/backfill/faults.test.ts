@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BackfillRun, createBackfill } from "../../src/backfill/backfill.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { createRpcClient } from "../../src/rpc/client.js";
-import { indexesFor } from "../../src/store/indexes.js";
+import { indexesFor } from "../../src/store/format/indexes.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";

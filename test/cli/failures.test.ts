@@ -10,7 +10,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { acquireWriteLock } from "../../src/store/lock.js";
+import { acquireWriteLock } from "../../src/store/files/lock.js";
 import { type CliResult, runScript } from "../helpers/cli.js";
 import { deadUrl } from "../helpers/scripted-rpc.js";
 

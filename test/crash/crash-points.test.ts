@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nativeBalance, tokenBalances } from "../../src/query/balances.js";
 import { nftHoldings } from "../../src/query/nfts.js";
 import { createStore, type Store } from "../../src/query/store.js";
-import { DEFERRED } from "../../src/store/indexes.js";
+import { DEFERRED } from "../../src/store/format/indexes.js";
 import { CRASH_POINTS, type CrashPointName } from "../../src/util/crash-point.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";

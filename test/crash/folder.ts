@@ -1,9 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { INDEX_NAMES, INDEXES, type IndexDef, type IndexName } from "../../src/store/indexes.js";
-import { partitionFileName } from "../../src/store/layout.js";
-import type { Manifest } from "../../src/store/manifest.js";
+import { INDEX_NAMES, INDEXES, type IndexDef, type IndexName } from "../../src/store/format/indexes.js";
+import { partitionFileName } from "../../src/store/format/layout.js";
+import type { Manifest } from "../../src/store/format/records.js";
 
 /**
  * What a chain folder holds against what its manifest lists: after a crash and a restart there

@@ -9,7 +9,7 @@ import { startFollowers } from "../../src/follow/followers.js";
 import { readStatus } from "../../src/follow/status-file.js";
 import { startStatusServer } from "../../src/follow/status-server.js";
 import { createStore } from "../../src/query/store.js";
-import { manifestPath } from "../../src/store/layout.js";
+import { manifestPath } from "../../src/store/format/layout.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { nodeCall, sendMined } from "../helpers/node-rpc.js";

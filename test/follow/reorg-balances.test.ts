@@ -8,7 +8,7 @@ import { nativeBalance, tokenBalances } from "../../src/query/balances.js";
 import { nftHoldings } from "../../src/query/nfts.js";
 import { createStore } from "../../src/query/store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
-import { loadManifest } from "../../src/store/manifest.js";
+import { loadManifest } from "../../src/store/format/manifest.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";

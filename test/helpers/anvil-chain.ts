@@ -3,9 +3,9 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { type BackfillRun, createBackfill } from "../../src/backfill/backfill.js";
 import { viewsSql } from "../../src/query/views.js";
 import { createRpcClient } from "../../src/rpc/client.js";
-import { DEFERRED } from "../../src/store/indexes.js";
-import { loadManifest, saveManifest } from "../../src/store/manifest.js";
-import { unsettledChunks } from "../../src/store/runs.js";
+import { DEFERRED } from "../../src/store/format/indexes.js";
+import { loadManifest, saveManifest } from "../../src/store/format/manifest.js";
+import { unsettledChunks } from "../../src/store/indexes/runs.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 

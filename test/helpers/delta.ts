@@ -2,12 +2,18 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../../src/extract/rows.js";
-import { RANK_TABLES, rankFiles } from "../../src/store/holder-ranks.js";
-import { INDEX_NAMES } from "../../src/store/indexes.js";
-import { chainDir } from "../../src/store/layout.js";
-import { indexFiles } from "../../src/store/listing.js";
-import { GHOST_DATASET, ghostFiles, listedFiles, loadManifest } from "../../src/store/manifest.js";
-import { METADATA_TABLE_NAMES, metadataFiles } from "../../src/store/token-metadata.js";
+import { INDEX_NAMES } from "../../src/store/format/indexes.js";
+import { chainDir } from "../../src/store/format/layout.js";
+import {
+	GHOST_DATASET,
+	ghostFiles,
+	listedFiles,
+	loadManifest,
+	metadataFiles,
+	rankFiles,
+} from "../../src/store/format/manifest.js";
+import { METADATA_TABLE_NAMES, RANK_TABLES } from "../../src/store/format/records.js";
+import { indexFiles } from "../../src/store/indexes/listing.js";
 
 /**
  * Checks a chain folder's Delta Lake logs against PROTOCOL.md and against the manifest, reading

@@ -1,11 +1,11 @@
 import { rename } from "node:fs/promises";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../../src/extract/rows.js";
-import { INDEXES, type IndexDef, type IndexName } from "../../src/store/indexes.js";
-import { listedPaths } from "../../src/store/listing.js";
-import { GHOST_DATASET, loadManifest } from "../../src/store/manifest.js";
-import { indexCopyOptions, parquetCopyOptions } from "../../src/store/parquet-writer.js";
-import { SCHEMAS } from "../../src/store/schema.js";
+import { indexCopyOptions, parquetCopyOptions } from "../../src/store/files/parquet-writer.js";
+import { INDEXES, type IndexDef, type IndexName } from "../../src/store/format/indexes.js";
+import { GHOST_DATASET, loadManifest } from "../../src/store/format/manifest.js";
+import { SCHEMAS } from "../../src/store/format/schema.js";
+import { listedPaths } from "../../src/store/indexes/listing.js";
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { createStore, type Store } from "../../src/query/store.js";
-import { withDecimals } from "../../src/store/amounts.js";
+import { withDecimals } from "../../src/store/format/amounts.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto, copyWithoutHeadDeltas } from "../helpers/anvil-chain.js";

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { planChunkMerge } from "../../src/store/chunk-merges.js";
-import { INDEX_NAMES } from "../../src/store/indexes.js";
-import type { ChunkEntry, Manifest } from "../../src/store/manifest.js";
-import type { RunEntry } from "../../src/store/runs.js";
+import { planChunkMerge } from "../../src/store/chunks/chunk-merges.js";
+import { INDEX_NAMES } from "../../src/store/format/indexes.js";
+import type { ChunkEntry, Manifest, RunEntry } from "../../src/store/format/records.js";
 
 /**
  * Which settled chunks a dataset merge picks (src/store/chunk-merges.ts), on manifests alone:

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { keccak256, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildKeyFilter, loadKeyFilter, saveKeyFilter } from "../../src/store/key-filter.js";
+import { buildKeyFilter, loadKeyFilter, saveKeyFilter } from "../../src/store/indexes/key-filter.js";
 
 /** Keys as the lake has them: addresses (low 20 bytes of a Keccak-256) and 32-byte hashes. */
 const hash = (i: number) => keccak256(toHex(`key ${i}`));

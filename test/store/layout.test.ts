@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { alignedChunks, partitionFileName } from "../../src/store/layout.js";
-import { type Manifest, missingRanges } from "../../src/store/manifest.js";
+import { alignedChunks, partitionFileName } from "../../src/store/format/layout.js";
+import { missingRanges } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
 
 describe("layout", () => {
 	it("cuts ranges at multiples of the partition size, wherever the run began", () => {

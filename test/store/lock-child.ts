@@ -12,7 +12,7 @@ import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-const modulePath = process.env.LOCK_MODULE ?? fileURLToPath(new URL("../../src/store/lock.ts", import.meta.url));
+const modulePath = process.env.LOCK_MODULE ?? fileURLToPath(new URL("../../src/store/files/lock.ts", import.meta.url));
 const { acquireWriteLock } = (await import(pathToFileURL(modulePath).href)) as {
 	acquireWriteLock: (dir: string) => (() => void) | Promise<() => void>;
 };

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { acquireWriteLock, describeProcess } from "../../src/store/lock.js";
+import { acquireWriteLock, describeProcess } from "../../src/store/files/lock.js";
 import { REPO_ROOT } from "../helpers/cli.js";
 
 let dir: string;

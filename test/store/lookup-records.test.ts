@@ -2,19 +2,19 @@ import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeKeyFilter } from "../../src/store/chunk-store.js";
-import { INDEXES } from "../../src/store/indexes.js";
-import { partitionPath } from "../../src/store/layout.js";
-import { loadManifest, saveManifest } from "../../src/store/manifest.js";
-import { createParquetWriter } from "../../src/store/parquet-writer.js";
-import { reindexChain } from "../../src/store/reindex.js";
+import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
+import { INDEXES } from "../../src/store/format/indexes.js";
+import { partitionPath } from "../../src/store/format/layout.js";
+import { loadManifest, saveManifest } from "../../src/store/format/manifest.js";
+import { writeKeyFilter } from "../../src/store/indexes/key-filter.js";
+import { reindexChain } from "../../src/store/repair/reindex.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto, openViews } from "../helpers/anvil-chain.js";
 import { serveFolder } from "../helpers/api.js";
 
 /**
- * Lookup records (src/store/lookup-records.ts): a new folder answers `/txs/{hash}`,
+ * Lookup records (src/store/format/lookup-records.ts): a new folder answers `/txs/{hash}`,
  * `/txs/{hash}/logs` and `/blocks/{hash}` from `transaction_records` and `block_records`, exactly
  * as a folder written before them answers from its full-row hash indexes and the logs files; and
  * `npm run reindex` turns such a folder into a new one (records written, the old kinds dropped).

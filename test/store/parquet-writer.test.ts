@@ -5,7 +5,7 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
 import type { TransferRow } from "../../src/extract/rows.js";
-import { createParquetWriter, type ParquetWriter } from "../../src/store/parquet-writer.js";
+import { createParquetWriter, type ParquetWriter } from "../../src/store/files/parquet-writer.js";
 
 const U256_MAX = (2n ** 256n - 1n).toString();
 const BIG = [2n ** 53n + 1n, 2n ** 128n + 7n, 2n ** 255n + 12345n, 2n ** 256n - 1n].map(String);

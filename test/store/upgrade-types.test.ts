@@ -9,23 +9,21 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { createStore } from "../../src/query/store.js";
-import { rankFiles } from "../../src/store/holder-ranks.js";
-import { INDEX_NAMES, INDEXES, type IndexDef } from "../../src/store/indexes.js";
-import { partitionPath } from "../../src/store/layout.js";
-import { listedPaths } from "../../src/store/listing.js";
+import { createParquetWriter, parquetCopyOptions } from "../../src/store/files/parquet-writer.js";
+import { INDEX_NAMES, INDEXES, type IndexDef } from "../../src/store/format/indexes.js";
+import { partitionPath } from "../../src/store/format/layout.js";
 import {
 	GHOST_DATASET,
-	type GhostEntry,
 	loadManifest,
-	type Manifest,
 	nextGeneration,
+	rankFiles,
 	saveManifest,
-} from "../../src/store/manifest.js";
-import { createParquetWriter, parquetCopyOptions } from "../../src/store/parquet-writer.js";
-import { reindexChain } from "../../src/store/reindex.js";
-import { NONCE, SCHEMAS } from "../../src/store/schema.js";
-import { METADATA_TABLES } from "../../src/store/token-metadata.js";
-import { hasUnsigned, upgradeTypes } from "../../src/store/upgrade-types.js";
+} from "../../src/store/format/manifest.js";
+import { type GhostEntry, type Manifest, METADATA_TABLES } from "../../src/store/format/records.js";
+import { NONCE, SCHEMAS } from "../../src/store/format/schema.js";
+import { listedPaths } from "../../src/store/indexes/listing.js";
+import { reindexChain } from "../../src/store/repair/reindex.js";
+import { hasUnsigned, upgradeTypes } from "../../src/store/repair/upgrade-types.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { nativeBalance, tokenBalances, tokenBalancesPage } from "../../query/balances.js";
 import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../query/holders.js";
 import { type TokenMeta, tokenMetas } from "../../query/tokens.js";
-import { PARTS, withDecimals } from "../../store/amounts.js";
+import { PARTS, withDecimals } from "../../store/format/amounts.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
 import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";

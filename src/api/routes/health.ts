@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { readStatus, staleAfterMs } from "../../follow/status-file.js";
 import { latestBlock } from "../../query/blocks.js";
 import { nodeStatus } from "../../rpc/client.js";
-import { lakeExportStatus, readManifestSafe } from "../../store/manifest.js";
+import { lakeExportStatus, readManifestSafe } from "../../store/format/manifest.js";
 import type { ApiContext } from "../context.js";
 import { errorBody } from "../errors.js";
 import type { FollowSource } from "../metrics.js";

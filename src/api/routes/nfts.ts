@@ -7,7 +7,7 @@ import { type Arrival, arrivals, holdingKey, type NftHolding, nftHoldings } from
 import type { Row, Snapshot } from "../../query/store.js";
 import { type TokenMeta, tokenMetas, tokenUris } from "../../query/tokens.js";
 import { findTransfers, type TransferFilter } from "../../query/transfers.js";
-import { amountOf, LIMBS } from "../../store/amounts.js";
+import { amountOf, LIMBS } from "../../store/format/amounts.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
 import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";

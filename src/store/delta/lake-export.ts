@@ -3,13 +3,13 @@ import { rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../../extract/rows.js";
-import { RANK_TABLES } from "../holder-ranks.js";
-import { INDEX_NAMES } from "../indexes.js";
-import { partitionFileName, type RangeId } from "../layout.js";
-import { runCovering, runsOf } from "../listing.js";
-import { GHOST_DATASET, type Manifest } from "../manifest.js";
-import { SETTLE_DEPTH } from "../runs.js";
-import { METADATA_TABLE_NAMES } from "../token-metadata.js";
+import { INDEX_NAMES } from "../format/indexes.js";
+import { partitionFileName, type RangeId } from "../format/layout.js";
+import { GHOST_DATASET } from "../format/manifest.js";
+import type { LakeSettings, Manifest } from "../format/records.js";
+import { METADATA_TABLE_NAMES, RANK_TABLES } from "../format/records.js";
+import { runCovering, runsOf } from "../indexes/listing.js";
+import { SETTLE_DEPTH } from "../indexes/runs.js";
 import {
 	type Action,
 	type AddAction,
@@ -28,7 +28,7 @@ import {
 import { schemaString } from "./delta-types.js";
 import { fileFacts } from "./file-stats.js";
 
-/**
+/*
  * The lake as Delta Lake tables: after every manifest save, each dataset, index and metadata
  * table gets a commit that makes its Delta log list exactly the files the manifest lists (or,
  * with `final_only`, those of final blocks), so Spark, Trino, ClickHouse, DuckDB and Polars read
@@ -44,14 +44,6 @@ import { fileFacts } from "./file-stats.js";
  * - Removed files stay on disk for `retention_minutes` (an engine that planned on version N
  *   reads them minutes later), then the vacuum deletes them and records it in a commit.
  */
-export interface LakeSettings {
-	/** Write the Delta logs at all. */
-	delta: boolean;
-	/** How long a removed file stays on disk for engines reading an older version. */
-	retention_minutes: number;
-	/** Export only chunks of final blocks (at or below `final_through`): engines never see a reorg. */
-	final_only: boolean;
-}
 
 export const DEFAULT_LAKE: LakeSettings = { delta: true, retention_minutes: 360, final_only: false };
 /** The API's own readers need a replaced file for this long (retire-later.ts): the floor. */

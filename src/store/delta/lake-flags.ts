@@ -1,5 +1,5 @@
-import type { Manifest } from "../manifest.js";
-import { type LakeSettings, MIN_RETENTION_MINUTES } from "./lake-export.js";
+import type { LakeSettings, Manifest } from "../format/records.js";
+import { MIN_RETENTION_MINUTES } from "./lake-export.js";
 
 /**
  * The Delta Lake export's flags, shared by every writer (backfill, follow, reindex, synth). What

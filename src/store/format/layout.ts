@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { DatasetName } from "../extract/rows.js";
+import type { DatasetName } from "../../extract/rows.js";
 
 /**
  * Where files go:

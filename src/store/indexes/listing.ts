@@ -1,10 +1,8 @@
-import { rankFiles } from "./holder-ranks.js";
-import type { IndexName } from "./indexes.js";
+import type { IndexName } from "../format/indexes.js";
+import { partitionPath } from "../format/layout.js";
+import { chunkFiles, ghostFiles, metadataFiles, rankFiles } from "../format/manifest.js";
+import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, type RunEntry } from "../format/records.js";
 import { filterPath } from "./key-filter.js";
-import { partitionPath } from "./layout.js";
-import { type ChunkEntry, chunkFiles, ghostFiles, type Manifest } from "./manifest.js";
-import type { RunEntry } from "./runs.js";
-import { METADATA_TABLE_NAMES, metadataFiles } from "./token-metadata.js";
 
 /*
  * Which files hold what, now that an index's rows live in merged runs (runs.ts) and in the own

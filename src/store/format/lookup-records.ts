@@ -1,4 +1,4 @@
-import type { DatasetName } from "../extract/rows.js";
+import type { DatasetName } from "../../extract/rows.js";
 
 /**
  * Lookup records: what `/txs/{hash}` and `/blocks/{hash}` answer, pre-encoded at write time as

@@ -1,10 +1,11 @@
-import type { TokenReader } from "../rpc/token-reads.js";
-import { crashPoint } from "../util/crash-point.js";
-import { sqlString as quote } from "../util/sql-string.js";
-import { partitionPath, stagingDir } from "./layout.js";
-import { listedFiles, type Manifest, nextGeneration, saveManifest } from "./manifest.js";
-import type { ParquetWriter } from "./parquet-writer.js";
-import { settledChunks } from "./runs.js";
+import type { TokenReader } from "../../rpc/token-reads.js";
+import { crashPoint } from "../../util/crash-point.js";
+import { sqlString as quote } from "../../util/sql-string.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { partitionPath, stagingDir } from "../format/layout.js";
+import { listedFiles, metadataFiles, nextGeneration, saveManifest } from "../format/manifest.js";
+import { type Manifest, METADATA_TABLES, type MetadataEntry } from "../format/records.js";
+import { settledChunks } from "../indexes/runs.js";
 
 /*
  * Token and collection metadata (name, symbol, decimals; each NFT's tokenURI or uri) and the
@@ -15,46 +16,6 @@ import { settledChunks } from "./runs.js";
  * a set as chunks settle, for the tokens, token ids and payers first seen in them, read as the
  * node answers when the step runs. Settled blocks are not reorged, so a set is never replaced.
  */
-
-export interface MetadataEntry {
-	from: number;
-	to: number;
-	last_hash: string;
-	gen: number;
-	tokens: number;
-	uris: number;
-	openings: number;
-}
-
-export const METADATA_TABLES = {
-	token_metadata: {
-		columns: {
-			address: "VARCHAR",
-			standard: "VARCHAR",
-			name: "VARCHAR",
-			symbol: "VARCHAR",
-			decimals: "INTEGER",
-		},
-		order: "address",
-		doc: "each token contract first moved in the file's blocks: `standard` (erc20, erc721 or erc1155), `name`, `symbol`, `decimals` (ERC-20), as the contract answered when the file was written (the node's latest block); null where the call reverted or returned garbage",
-	},
-	token_uris: {
-		columns: { contract: "VARCHAR", token_id: "VARCHAR", token_uri: "VARCHAR" },
-		order: "contract, token_id",
-		doc: "each ERC-721 and ERC-1155 token id first moved in the file's blocks, with its `tokenURI` (ERC-721) or `uri` (ERC-1155) when the file was written; null where the call reverted (a burnt token)",
-	},
-	opening_balances: {
-		columns: { address: "VARCHAR", balance: "VARCHAR", read_at: "BIGINT" },
-		order: "address",
-		doc: "each account that first paid (sent value or gas) in the file's blocks, with its native balance at block 0 (`read_at`), decimal wei: the genesis allocation the native balances start from (only where the lake starts at block 0; null where the node has no state that old)",
-	},
-} as const;
-export type MetadataTable = keyof typeof METADATA_TABLES;
-export const METADATA_TABLE_NAMES = Object.keys(METADATA_TABLES) as MetadataTable[];
-
-/** Files of `table` listed in the manifest. */
-export const metadataFiles = (dataDir: string, m: Manifest | null, table: MetadataTable): string[] =>
-	(m?.metadata ?? []).map((e) => partitionPath(dataDir, m?.chain ?? "", table, e));
 
 /** The most settled chunks one step covers, so one step's calls stay bounded. */
 const CHUNKS_PER_STEP = 64;

@@ -1,10 +1,11 @@
-import { sqlString } from "../util/sql-string.js";
-import { LIMBS, normalizedPartsSql, PARTS } from "./amounts.js";
-import { partitionPath, type RangeId } from "./layout.js";
-import { indexFiles, isIndexed } from "./listing.js";
-import { type Manifest, nextGeneration, saveManifest } from "./manifest.js";
-import type { ParquetWriter } from "./parquet-writer.js";
-import { settledChunks } from "./runs.js";
+import { sqlString } from "../../util/sql-string.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { LIMBS, normalizedPartsSql, PARTS } from "../format/amounts.js";
+import type { RangeId } from "../format/layout.js";
+import { nextGeneration, rankFiles, rankPath, saveManifest } from "../format/manifest.js";
+import { type Manifest, RANKS, type RankEntry, type RankTable, WALLETS } from "../format/records.js";
+import { indexFiles, isIndexed } from "../indexes/listing.js";
+import { settledChunks } from "../indexes/runs.js";
 
 /*
  * Holder ranks: every ERC-20 holding's balance as of one settled block S, summed once from the
@@ -24,20 +25,6 @@ import { settledChunks } from "./runs.js";
  * backfill, synth or reindex, so a backfill builds it once rather than per chunk.
  */
 
-export const RANKS = "erc20_ranks";
-/** The same rows sorted by holder and token: a wallet's balances at S are its rows (one or two row groups). */
-export const WALLETS = "erc20_wallets";
-/** The tables a ranks entry has a file in. */
-export const RANK_TABLES = [RANKS, WALLETS] as const;
-export type RankTable = (typeof RANK_TABLES)[number];
-
-/** The ranks file listed in the manifest (`ranks`): the blocks its balances cover. */
-export interface RankEntry extends RangeId {
-	gen: number;
-	/** Holdings ranked (non-zero balances). */
-	rows: number;
-}
-
 /** Its columns with their types (for an empty relation, and data/README.md). */
 export const RANK_COLUMNS: Record<string, string> = {
 	token: "VARCHAR",
@@ -54,13 +41,6 @@ export const RANK_ROW_GROUP_SIZE = 8_192;
 export const RANK_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`;
 /** Each file's row order. */
 export const RANK_ORDER: Record<RankTable, string> = { [RANKS]: "token, rank", [WALLETS]: "address, token" };
-
-export const rankPath = (dataDir: string, chain: string, r: RangeId, table: RankTable = RANKS): string =>
-	partitionPath(dataDir, chain, table, r);
-
-/** The files of the listed ranks (at most one entry) in `table`, or in both: never deleted. */
-export const rankFiles = (dataDir: string, m: Manifest | null, table?: RankTable): string[] =>
-	(m?.ranks ?? []).flatMap((r) => (table ? [table] : RANK_TABLES).map((t) => rankPath(dataDir, m?.chain ?? "", r, t)));
 
 /**
  * The longest prefix of the chain, from its first chunk, of settled chunks whose `erc20_holders`

@@ -11,8 +11,8 @@ import {
 } from "node:fs";
 import { basename, join } from "node:path";
 import { lock } from "os-lock";
-import { crashPoint } from "../util/crash-point.js";
-import { ChainlakeError } from "../util/errors.js";
+import { crashPoint } from "../../util/crash-point.js";
+import { ChainlakeError } from "../../util/errors.js";
 
 /**
  * One writer per chain folder: two runs would clean up each other's files and overwrite each

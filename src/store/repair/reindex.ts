@@ -1,18 +1,20 @@
-import { deriveIndexes } from "./chunk-store.js";
-import type { LakeSettings } from "./delta/lake-export.js";
-import { applyLakeFlags } from "./delta/lake-flags.js";
-import { ranksStep } from "./holder-ranks.js";
-import { INDEXES, REPLACED, writtenWith } from "./indexes.js";
-import { filterPath } from "./key-filter.js";
-import { chainDir, partitionPath } from "./layout.js";
-import { isIndexed, runFiles } from "./listing.js";
-import { acquireWriteLock } from "./lock.js";
-import { loadManifest, type Manifest, saveManifest } from "./manifest.js";
-import { deleteNow, mergeAll } from "./merges.js";
-import { createParquetWriter } from "./parquet-writer.js";
-import { createRetireLater } from "./retire-later.js";
+import { deriveIndexes } from "../chunks/chunk-store.js";
+import { deleteNow, mergeAll } from "../chunks/merges.js";
+import { applyLakeFlags } from "../delta/lake-flags.js";
+import { acquireWriteLock } from "../files/lock.js";
+import { createParquetWriter } from "../files/parquet-writer.js";
+import { INDEXES, REPLACED, writtenWith } from "../format/indexes.js";
+import { chainDir, partitionPath } from "../format/layout.js";
+import { loadManifest, saveManifest } from "../format/manifest.js";
+import type { LakeSettings, Manifest } from "../format/records.js";
+import { ranksStep } from "../holdings/holder-ranks.js";
+import { filterPath } from "../indexes/key-filter.js";
+import { isIndexed, runFiles } from "../indexes/listing.js";
+import { createRetireLater } from "../retire/retire-later.js";
 import { upgradeTypes } from "./upgrade-types.js";
 import { checkRuns } from "./verify-runs.js";
+
+/* `npm run reindex` (repair/): a chain's files brought up to this version's format, under its write lock. */
 
 /**
  * Rewrites the files written with unsigned integer types (upgrade-types.ts), then writes the

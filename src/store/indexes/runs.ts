@@ -1,13 +1,13 @@
-import { crashPoint } from "../util/crash-point.js";
-import { writeKeyFilter } from "./chunk-store.js";
-import { INDEXES, type IndexName } from "./indexes.js";
-import { filterPath } from "./key-filter.js";
-import { partitionPath, type RangeId } from "./layout.js";
+import { crashPoint } from "../../util/crash-point.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { INDEXES, type IndexName } from "../format/indexes.js";
+import { partitionPath } from "../format/layout.js";
+import { nextGeneration, saveManifest } from "../format/manifest.js";
+import type { ChunkEntry, Manifest, RunEntry } from "../format/records.js";
+import { filterPath, writeKeyFilter } from "./key-filter.js";
 import { runsOf } from "./listing.js";
-import { type ChunkEntry, type Manifest, nextGeneration, saveManifest } from "./manifest.js";
-import type { ParquetWriter } from "./parquet-writer.js";
 
-/**
+/*
  * Merged index runs: the per-chunk index files of settled chunks are merged, in the background,
  * into runs that cover FAN_IN^k chunks (size-tiered, as an LSM tree's universal compaction or
  * Erigon's history files merged in growing steps), each with a key filter (key-filter.ts) in a
@@ -22,15 +22,6 @@ import type { ParquetWriter } from "./parquet-writer.js";
  * range of the adjacent chunks it merged; readers take an index's rows from its runs, and from a
  * chunk's own index file only where no run covers the chunk.
  */
-export interface RunEntry extends RangeId {
-	index: IndexName;
-	gen: number;
-	/** Partitions covered (named when each chunk was one partition): the level is floor(log_FAN_IN(chunks)). */
-	chunks: number;
-	rows: number;
-	/** Distinct keys (the filter's size). */
-	keys: number;
-}
 
 /** Runs merged at once: files per index stay under FAN_IN × levels; each row is rewritten once per level. */
 export const FAN_IN = 4;

@@ -1,6 +1,7 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { fsyncDir, fsyncFile } from "../util/fsync.js";
+import { fsyncDir, fsyncFile } from "../../util/fsync.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
 
 /**
  * A Bloom filter over the keys of one index run (addresses or hashes), kept in a file next to
@@ -76,6 +77,17 @@ export async function saveKeyFilter(path: string, data: Uint8Array): Promise<voi
 	await fsyncFile(`${path}.tmp`);
 	await rename(`${path}.tmp`, path);
 	await fsyncDir(dirname(path));
+}
+
+/**
+ * The key filter beside an index file: chunk files get one as runs do, so a
+ * wallet or hash also skips the newest chunks no run covers yet.
+ */
+export async function writeKeyFilter(writer: ParquetWriter, path: string, key: string): Promise<number> {
+	const keys = await writer.countDistinct(path, key);
+	const { data } = await buildKeyFilter(writer.streamColumn(path, key), keys);
+	await saveKeyFilter(filterPath(path), data);
+	return keys;
 }
 
 /** Reads a filter file; a damaged or foreign file is an error naming it. */

@@ -2,15 +2,18 @@ import { existsSync } from "node:fs";
 import { copyFile, open, readdir, rename, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import type { DatasetName } from "../extract/rows.js";
-import { ChainlakeError, UserInputError } from "../util/errors.js";
-import { fsyncDir, fsyncFile } from "../util/fsync.js";
-import { sqlString as quote } from "../util/sql-string.js";
-import type { IndexName } from "./indexes.js";
-import { chainDir, manifestPath, partitionPath } from "./layout.js";
-import { acquireWriteLock } from "./lock.js";
-import { type ChunkEntry, GHOST_DATASET, type GhostEntry, type Manifest, readManifestChecked } from "./manifest.js";
-import { manifestDamaged, manifestFix, readPreviousManifest } from "./manifest-check.js";
+import type { DatasetName } from "../../extract/rows.js";
+import { ChainlakeError, UserInputError } from "../../util/errors.js";
+import { fsyncDir, fsyncFile } from "../../util/fsync.js";
+import { sqlString as quote } from "../../util/sql-string.js";
+import { acquireWriteLock } from "../files/lock.js";
+import type { IndexName } from "../format/indexes.js";
+import { chainDir, manifestPath, partitionPath } from "../format/layout.js";
+import { GHOST_DATASET, readManifestChecked } from "../format/manifest.js";
+import { manifestDamaged, manifestFix, readPreviousManifest } from "../format/manifest-check.js";
+import type { ChunkEntry, GhostEntry, Manifest } from "../format/records.js";
+
+/* Checking a chain's files (repair/): each listed file against the manifest, and a damaged manifest restored. */
 
 /** A listed file that is not as the manifest says. */
 export interface FileProblem {

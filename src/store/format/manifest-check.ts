@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { DATASETS, type DatasetName } from "../extract/rows.js";
-import { ChainlakeError } from "../util/errors.js";
+import { DATASETS, type DatasetName } from "../../extract/rows.js";
+import { ChainlakeError } from "../../util/errors.js";
 import { INDEX_NAMES, type IndexName } from "./indexes.js";
 import { chainDir, manifestPath } from "./layout.js";
-import type { Manifest } from "./manifest.js";
+import type { Manifest } from "./records.js";
 
 /**
  * The one check of a manifest's shape, for every reader (backfill, follower, reindex, synth,

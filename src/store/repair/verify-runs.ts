@@ -1,11 +1,12 @@
 import { relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { sqlString as quote } from "../util/sql-string.js";
-import { filterPath, loadKeyFilter } from "./key-filter.js";
-import { partitionPath } from "./layout.js";
-import type { Manifest } from "./manifest.js";
-import type { RunEntry } from "./runs.js";
+import { sqlString as quote } from "../../util/sql-string.js";
+import { partitionPath } from "../format/layout.js";
+import type { Manifest, RunEntry } from "../format/records.js";
+import { filterPath, loadKeyFilter } from "../indexes/key-filter.js";
 import { parquetShape } from "./verify.js";
+
+/* Checking merged index runs (repair/): each run's file and key filter against the manifest. */
 
 /** A merged index run whose file or key filter is not as the manifest says. */
 export interface RunProblem {

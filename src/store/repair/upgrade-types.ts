@@ -1,16 +1,16 @@
 import { existsSync } from "node:fs";
 import { copyFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { DatasetName } from "../extract/rows.js";
-import { fsyncDir, fsyncFile } from "../util/fsync.js";
-import { sqlString as quote } from "../util/sql-string.js";
-import { INDEXES, type IndexDef, type IndexName } from "./indexes.js";
-import { filterPath } from "./key-filter.js";
-import { partitionPath, type RangeId } from "./layout.js";
-import { type ChunkEntry, GHOST_DATASET, type Manifest, nextGeneration, saveManifest } from "./manifest.js";
-import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "./parquet-writer.js";
-import { NONCE } from "./schema.js";
-import { METADATA_TABLE_NAMES, METADATA_TABLES } from "./token-metadata.js";
+import type { DatasetName } from "../../extract/rows.js";
+import { fsyncDir, fsyncFile } from "../../util/fsync.js";
+import { sqlString as quote } from "../../util/sql-string.js";
+import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "../files/parquet-writer.js";
+import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
+import { partitionPath, type RangeId } from "../format/layout.js";
+import { GHOST_DATASET, nextGeneration, saveManifest } from "../format/manifest.js";
+import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, METADATA_TABLES } from "../format/records.js";
+import { NONCE } from "../format/schema.js";
+import { filterPath } from "../indexes/key-filter.js";
 
 /*
  * Folders written before the stored integers became signed (schema.ts) hold UBIGINT, UINTEGER

@@ -1,79 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { copyFile, link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { TraceFormat } from "../extract/extract-block.js";
-import type { DatasetName } from "../extract/rows.js";
-import { crashPoint } from "../util/crash-point.js";
-import { fsyncDir, fsyncFile } from "../util/fsync.js";
-import type { LakeSettings } from "./delta/lake-export.js";
-import type { RankEntry } from "./holder-ranks.js";
+import type { DatasetName } from "../../extract/rows.js";
+import { crashPoint } from "../../util/crash-point.js";
+import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import type { IndexName } from "./indexes.js";
 import { chainDir, manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
-import type { RunEntry } from "./runs.js";
-import type { MetadataEntry } from "./token-metadata.js";
+import { type ChunkEntry, type Manifest, type MetadataTable, RANK_TABLES, RANKS, type RankTable } from "./records.js";
 
-/** One written block range: its files exist for exactly the datasets listed. */
-export interface ChunkEntry {
-	from: number;
-	to: number;
-	/** Trace source used; "none" means the trace datasets are unavailable for this range. */
-	traces: TraceFormat | "none";
-	datasets: DatasetName[];
-	rows: Partial<Record<DatasetName, number>>;
-	/** Index files derived from the chunk's datasets (indexes.ts); absent in chunks written before them. */
-	indexes?: IndexName[];
-	first_parent_hash: string;
-	last_hash: string;
-	/** The manifest generation that first listed the chunk's files; part of their names (layout.ts). */
-	gen?: number;
-}
-
-/** A file of reorged-out blocks, with their hashes: a hash that becomes canonical again (a reorg
- * back to a block seen before) is taken out of it in the same save that lists the block. */
-export interface GhostEntry extends RangeId {
-	/** Absent in folders written before they were recorded; the follower fills them at start. */
-	hashes?: string[];
-}
-
-/**
- * The checkpoint of a chain's data folder. A chunk is listed only after all its files are in
- * place, so the manifest is the truth: files it does not list are leftovers of a crash and are
- * removed on the next start. It holds no timestamps, so two runs over the same range write the
- * same bytes.
- */
-export interface Manifest {
-	version: 1;
-	chain: string;
-	chain_number: number;
-	chunks: ChunkEntry[];
-	/** Files of blocks that were reorged out (dataset ghost_blocks), kept so their hashes still answer. */
-	ghosts?: GhostEntry[];
-	/**
-	 * The follower's record of the highest stored block it has treated as final (written in a
-	 * partition chunk, or compacted): a reorg at or below it is a node fault, refused. Kept here
-	 * rather than derived from the node's head, which moves on while the follower is down.
-	 * Absent in folders only backfilled.
-	 */
-	final_through?: number;
-	/**
-	 * Counts the saves of this manifest (absent before generations existed = 0). Files are named
-	 * after the generation that first lists them (layout.ts), so names are never reused.
-	 */
-	generation?: number;
-	/** Merged index runs (runs.ts): where settled chunks' index rows are. */
-	runs?: RunEntry[];
-	/** Blocks per partition (--partition-size) of the writers: which chunks are settled (runs.ts). */
-	partition_size?: number;
-	/** Token metadata read from the node (token-metadata.ts), per settled block range covered. */
-	metadata?: MetadataEntry[];
-	/** Every ERC-20 holding's balance as of a settled block, ranked per token (holder-ranks.ts): at most one. */
-	ranks?: RankEntry[];
-	/** Rows (all datasets) from which a settled chunk is no longer merged (chunk-merges.ts); absent: COMPACT_ROWS. */
-	compact_rows?: number;
-	/** The Delta Lake export's settings (delta/lake-export.ts); absent fields take the defaults. */
-	lake?: Partial<LakeSettings>;
-}
+/* The manifest (format/): `<chain>/_manifest.json` loaded, saved durably, and the files it lists. */
 
 /** The generation the next save will have: what new files are named after. */
 export const nextGeneration = (m: Manifest): number => (m.generation ?? 0) + 1;
@@ -164,7 +100,7 @@ export const lakeExportStatus = (chain: string): LakeExportStatus | undefined =>
  * the logs still list stays on disk. Imported when first needed: the exporter imports this module.
  */
 async function exportLake(dataDir: string, m: Manifest): Promise<void> {
-	const { lakeExporter } = await import("./delta/lake-export.js");
+	const { lakeExporter } = await import("../delta/lake-export.js");
 	const status = exportStatus.get(m.chain) ?? { failures: 0, problem: null };
 	exportStatus.set(m.chain, status);
 	try {
@@ -271,5 +207,17 @@ export const chunkFiles = (dataDir: string, chain: string, c: ChunkEntry): strin
 export function ghostFiles(dataDir: string, m: Manifest | null): string[] {
 	return (m?.ghosts ?? []).map((g) => partitionPath(dataDir, m?.chain ?? "", GHOST_DATASET, g));
 }
+
+/** A ranks entry's file in `table` (holdings/holder-ranks.ts). */
+export const rankPath = (dataDir: string, chain: string, r: RangeId, table: RankTable = RANKS): string =>
+	partitionPath(dataDir, chain, table, r);
+
+/** The files of the listed ranks (at most one entry) in `table`, or in both: never deleted. */
+export const rankFiles = (dataDir: string, m: Manifest | null, table?: RankTable): string[] =>
+	(m?.ranks ?? []).flatMap((r) => (table ? [table] : RANK_TABLES).map((t) => rankPath(dataDir, m?.chain ?? "", r, t)));
+
+/** Token metadata files of `table` listed in the manifest (holdings/token-metadata.ts). */
+export const metadataFiles = (dataDir: string, m: Manifest | null, table: MetadataTable): string[] =>
+	(m?.metadata ?? []).map((e) => partitionPath(dataDir, m?.chain ?? "", table, e));
 
 export const GHOST_DATASET = "ghost_blocks";

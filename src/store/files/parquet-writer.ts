@@ -3,12 +3,14 @@ import { createWriteStream } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
-import type { DatasetName, DatasetRows } from "../extract/rows.js";
-import { crashPoint } from "../util/crash-point.js";
-import { fsyncDir, fsyncFile, mkdirDurably } from "../util/fsync.js";
-import { sqlString as quote } from "../util/sql-string.js";
-import { INDEXES, type IndexDef, type IndexName } from "./indexes.js";
-import { SCHEMAS, SORT_KEY } from "./schema.js";
+import type { DatasetName, DatasetRows } from "../../extract/rows.js";
+import { crashPoint } from "../../util/crash-point.js";
+import { fsyncDir, fsyncFile, mkdirDurably } from "../../util/fsync.js";
+import { sqlString as quote } from "../../util/sql-string.js";
+import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
+import { SCHEMAS, SORT_KEY } from "../format/schema.js";
+
+/* The Parquet writer (files/): every store file written, merged and derived through one DuckDB, atomically and durably. */
 
 /**
  * Parquet settings, and why:

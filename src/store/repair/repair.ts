@@ -1,6 +1,9 @@
-import type { Logger } from "../util/logger.js";
-import { type ChunkEntry, type Manifest, saveManifest } from "./manifest.js";
+import type { Logger } from "../../util/logger.js";
+import { saveManifest } from "../format/manifest.js";
+import type { ChunkEntry, Manifest } from "../format/records.js";
 import { damagedIn } from "./verify.js";
+
+/* Repair before writing (repair/): the damaged chunks a writer fetches again, damaged ghost files unlisted. */
 
 /**
  * Before a backfill over a range (or a follower over the files it reads itself): finds the listed

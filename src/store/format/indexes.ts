@@ -1,4 +1,4 @@
-import type { DatasetName } from "../extract/rows.js";
+import type { DatasetName } from "../../extract/rows.js";
 import {
 	deltaColumns,
 	deltasSql,

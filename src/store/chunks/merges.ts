@@ -1,15 +1,16 @@
 import { rm } from "node:fs/promises";
-import type { TokenReader } from "../rpc/token-reads.js";
+import type { TokenReader } from "../../rpc/token-reads.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { DEFERRED, INDEX_NAMES, type IndexName, indexesFor } from "../format/indexes.js";
+import { partitionPath } from "../format/layout.js";
+import { saveManifest } from "../format/manifest.js";
+import type { ChunkEntry, Manifest } from "../format/records.js";
+import { metadataDue, metadataStep } from "../holdings/token-metadata.js";
+import { filterPath } from "../indexes/key-filter.js";
+import { isIndexed } from "../indexes/listing.js";
+import { mergeStep, planMerge, settledChunks, unsettledChunks } from "../indexes/runs.js";
 import { chunkMergeStep, planChunkMerge } from "./chunk-merges.js";
 import { deriveIndexes } from "./chunk-store.js";
-import { DEFERRED, INDEX_NAMES, type IndexName, indexesFor } from "./indexes.js";
-import { filterPath } from "./key-filter.js";
-import { partitionPath } from "./layout.js";
-import { isIndexed } from "./listing.js";
-import { type ChunkEntry, type Manifest, saveManifest } from "./manifest.js";
-import type { ParquetWriter } from "./parquet-writer.js";
-import { mergeStep, planMerge, settledChunks, unsettledChunks } from "./runs.js";
-import { metadataDue, metadataStep } from "./token-metadata.js";
 
 /*
  * The background work on settled chunks, in the order it must run: the deferred index files

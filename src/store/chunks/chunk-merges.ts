@@ -1,10 +1,11 @@
-import { crashPoint } from "../util/crash-point.js";
+import { crashPoint } from "../../util/crash-point.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { INDEX_NAMES, indexesFor } from "../format/indexes.js";
+import { chunkFiles, nextGeneration } from "../format/manifest.js";
+import type { ChunkEntry, Manifest } from "../format/records.js";
+import { runCovering } from "../indexes/listing.js";
+import { FAN_IN, levelOf, partitionsOf, settledChunks } from "../indexes/runs.js";
 import { deriveIndexes, mergeChunkDatasets, replaceChunks } from "./chunk-store.js";
-import { INDEX_NAMES, indexesFor } from "./indexes.js";
-import { runCovering } from "./listing.js";
-import { type ChunkEntry, chunkFiles, type Manifest, nextGeneration } from "./manifest.js";
-import type { ParquetWriter } from "./parquet-writer.js";
-import { FAN_IN, levelOf, partitionsOf, settledChunks } from "./runs.js";
 
 /**
  * Dataset files sized by rows, not by blocks: settled chunks are merged, FAN_IN adjacent chunks

@@ -1,29 +1,14 @@
-import { existsSync } from "node:fs";
-import { readdir, rm } from "node:fs/promises";
-import { basename, join } from "node:path";
-import type { TraceFormat } from "../extract/extract-block.js";
-import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
-import { crashPoint } from "../util/crash-point.js";
-import { LOG_DIR } from "./delta/delta-log.js";
-import { lakeExporter } from "./delta/lake-export.js";
-import { RANK_TABLES } from "./holder-ranks.js";
-import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "./indexes.js";
-import { buildKeyFilter, filterPath, saveKeyFilter } from "./key-filter.js";
-import { chainDir, manifestPath, partitionPath, stagingDir, statusPath } from "./layout.js";
-import { listedPaths } from "./listing.js";
-import {
-	type ChunkEntry,
-	chunkFiles,
-	GHOST_DATASET,
-	type GhostEntry,
-	type Manifest,
-	nextGeneration,
-	saveManifest,
-} from "./manifest.js";
-import { previousManifestPath } from "./manifest-check.js";
-import type { ParquetWriter } from "./parquet-writer.js";
-import { dropRetired, pendingRetired, readRetired } from "./retired-journal.js";
-import { METADATA_TABLE_NAMES } from "./token-metadata.js";
+import type { TraceFormat } from "../../extract/extract-block.js";
+import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../../extract/rows.js";
+import { crashPoint } from "../../util/crash-point.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { INDEXES, type IndexName, indexesFor, writtenWith } from "../format/indexes.js";
+import { partitionPath, stagingDir } from "../format/layout.js";
+import { chunkFiles, GHOST_DATASET, nextGeneration, saveManifest } from "../format/manifest.js";
+import type { ChunkEntry, GhostEntry, Manifest } from "../format/records.js";
+import { writeKeyFilter } from "../indexes/key-filter.js";
+
+/* Committing chunks (chunks/): a block range's files written, then listed in one manifest save. */
 
 export interface ChunkRange {
 	from: number;
@@ -120,17 +105,6 @@ export async function mergeChunkDatasets(
 }
 
 /**
- * The key filter beside an index file (key-filter.ts): chunk files get one as runs do, so a
- * wallet or hash also skips the newest chunks no run covers yet.
- */
-export async function writeKeyFilter(writer: ParquetWriter, path: string, key: string): Promise<number> {
-	const keys = await writer.countDistinct(path, key);
-	const { data } = await buildKeyFilter(writer.streamColumn(path, key), keys);
-	await saveKeyFilter(filterPath(path), data);
-	return keys;
-}
-
-/**
  * Writes a chunk's files, then lists it in the manifest (the commit point). Blocks of the chunk
  * that a follower had kept as ghosts leave the ghost list in the same save; their old ghost
  * files are unlisted and go at the next start's cleanup.
@@ -213,56 +187,4 @@ export async function replaceChunks(
 	manifest.chunks = [...manifest.chunks.filter((c) => !gone.has(c)), ...add];
 	await saveManifest(dataDir, manifest);
 	return remove.flatMap((c) => chunkFiles(dataDir, manifest.chain, c));
-}
-
-/** Removes every data file the manifest does not list (leftovers of an interrupted run), but
- * those retired and kept for readers until due. */
-export async function removeUnlisted(dataDir: string, manifest: Manifest): Promise<string[]> {
-	const removed: string[] = [];
-	await rm(stagingDir(dataDir, manifest.chain), { recursive: true, force: true });
-	// A manifest save cut short between its write and its rename; a later save would overwrite
-	// it, but a run with nothing to commit would leave it for good.
-	// (And the same for the previous generation's link; `_manifest.prev.json` itself is kept.)
-	// (And the writer's status file's, follow/status-file.ts.)
-	for (const tmp of [
-		`${manifestPath(dataDir, manifest.chain)}.tmp`,
-		`${previousManifestPath(dataDir, manifest.chain)}.tmp`,
-		`${statusPath(dataDir, manifest.chain)}.tmp`,
-		join(chainDir(dataDir, manifest.chain), "_retired.json.tmp"),
-	]) {
-		if (!existsSync(tmp)) continue;
-		await rm(tmp, { force: true });
-		removed.push(basename(tmp));
-	}
-	const keep = listedPaths(dataDir, manifest);
-	// Files a writer retired and keeps for readers until due (store/retired-journal.ts): not
-	// leftovers. The journal forgets the rest (deleted here, or gone already).
-	const pending = pendingRetired(chainDir(dataDir, manifest.chain));
-	dropRetired(
-		chainDir(dataDir, manifest.chain),
-		readRetired(chainDir(dataDir, manifest.chain))
-			.flatMap((e) => e.files.map((f) => join(chainDir(dataDir, manifest.chain), f)))
-			.filter((f) => !pending.has(f)),
-	);
-	// The Delta logs brought up to this manifest first (a crash may have come between a save and
-	// its export): files they list, or removed within their retention, stay for outside readers.
-	const lake = lakeExporter(chainDir(dataDir, manifest.chain));
-	await lake.export(manifest);
-	for (const d of [...DATASETS, ...INDEX_NAMES, GHOST_DATASET, ...METADATA_TABLE_NAMES, ...RANK_TABLES]) {
-		const dir = join(dataDir, manifest.chain, d);
-		let present: string[];
-		try {
-			present = await readdir(dir);
-		} catch {
-			continue;
-		}
-		for (const name of present) {
-			const path = join(dir, name);
-			if (keep.has(path) || name === LOG_DIR || lake.retains(path) || pending.has(path)) continue;
-			await rm(join(dir, name), { force: true });
-			removed.push(join(d, name));
-			crashPoint("recover.file-removed");
-		}
-	}
-	return removed;
 }

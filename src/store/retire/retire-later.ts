@@ -1,6 +1,8 @@
 import { rm } from "node:fs/promises";
-import { lakeExporter } from "./delta/lake-export.js";
+import { lakeExporter } from "../delta/lake-export.js";
 import { dropRetired, noteRetired } from "./retired-journal.js";
+
+/* Retiring (retire/): files that left the manifest are deleted after a grace, unless the Delta logs keep them. */
 
 /**
  * How long a file that left the manifest stays on disk for API requests that began before, in
@@ -23,7 +25,7 @@ export function createRetireLater(chainDir: string, graceMs = RETIRE_GRACE_MS) {
 		retire(files: string[]) {
 			const at = Date.now();
 			waiting.push({ at, files });
-			// On disk too: the next writer's start keeps them until due (store/retired-journal.ts).
+			// On disk too: the next writer's start keeps them until due (retired-journal.ts).
 			noteRetired(chainDir, files, at + graceMs);
 		},
 		async sweep(now = Date.now()) {

@@ -1,4 +1,4 @@
-import type { DatasetName } from "../extract/rows.js";
+import type { DatasetName } from "../../extract/rows.js";
 import { LIMB_DIGITS, LIMBS } from "./amounts.js";
 
 /*

@@ -8,7 +8,9 @@ import type {
 	TraceRow,
 	TransactionRow,
 	TransferRow,
-} from "../extract/rows.js";
+} from "../../extract/rows.js";
+
+/* The datasets' columns (format/): each column's DuckDB type and meaning, and each dataset's row order. */
 
 /** A Parquet column: its DuckDB type and what it means (data/README.md is written from these). */
 export type Column = readonly [type: string, doc: string];
