@@ -9,6 +9,7 @@ import {
 } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
 import { INDEXES, type IndexName } from "../store/format/indexes.js";
+import { partOf, partPath, partPaths } from "../store/format/key-parts.js";
 import { manifestPath } from "../store/format/layout.js";
 import {
 	GHOST_DATASET,
@@ -400,7 +401,12 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 					? manifest
 						? indexFiles(dataDir, manifest, name as IndexName, window)
 								.filter((f) => key === undefined || !f.filter || filters.get(f.filter)?.has(key) !== false)
-								.map((f) => f.path)
+								// A key reads the one key-range part it can be in (store/format/key-parts.ts).
+								.flatMap((f) =>
+									key === undefined
+										? partPaths(f.path, f.parts)
+										: [partPath(f.path, partOf(key.toLowerCase(), f.parts))],
+								)
 						: []
 					: listedFiles(dataDir, manifest, name as DatasetName, window);
 			read.files += files.length;

@@ -166,7 +166,7 @@ describe("index files of a backfilled chain", () => {
 			const src = join(root, "big", "transfers.parquet");
 			const out = join(root, "big", "transfers_by_address.parquet");
 			await writer.write("transfers", transfers, src, join(root, "big", "staging"));
-			const n = await writer.derive("transfers_by_address", () => src, out);
+			const { rows: n } = await writer.derive("transfers_by_address", () => src, out);
 			expect(n).toBe(40_000 + 36_000); // self-transfers (every 10th) once
 			const groups = await rows(
 				`SELECT row_group_id AS g, row_group_num_rows AS n, stats_min_value AS lo, stats_max_value AS hi

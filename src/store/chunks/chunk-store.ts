@@ -2,7 +2,7 @@ import type { TraceFormat } from "../../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../../extract/rows.js";
 import { crashPoint } from "../../util/crash-point.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
-import { INDEXES, type IndexName, indexesFor, writtenWith } from "../format/indexes.js";
+import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "../format/indexes.js";
 import { partitionPath, stagingDir } from "../format/layout.js";
 import { chunkFiles, GHOST_DATASET, nextGeneration, saveManifest } from "../format/manifest.js";
 import type { ChunkEntry, GhostEntry, Manifest } from "../format/records.js";
@@ -62,11 +62,15 @@ export async function deriveIndexes(
 	only: IndexName[] = writtenWith(entry.datasets),
 ) {
 	const has = new Set([...(entry.indexes ?? []), ...only]);
-	entry.indexes = indexesFor(entry.datasets).filter((i) => has.has(i));
+	// (A kind since replaced stays listed where the chunk has it: readers use it until reindex.)
+	entry.indexes = INDEX_NAMES.filter((i) => has.has(i));
 	for (const i of only) {
 		const path = partitionPath(dataDir, chain, i, entry);
-		await writer.derive(i, (d) => partitionPath(dataDir, chain, d, entry), path);
-		await writeKeyFilter(writer, path, INDEXES[i].key);
+		const { parts } = await writer.derive(i, (d) => partitionPath(dataDir, chain, d, entry), path);
+		const rest = Object.entries(entry.parts ?? {}).filter(([k]) => k !== i);
+		entry.parts = Object.fromEntries(parts > 1 ? [...rest, [i, parts]] : rest);
+		if (Object.keys(entry.parts).length === 0) delete entry.parts;
+		await writeKeyFilter(writer, path, INDEXES[i].key, parts);
 		crashPoint("chunk.index-written");
 	}
 }

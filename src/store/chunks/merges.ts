@@ -2,6 +2,7 @@ import { rm } from "node:fs/promises";
 import type { TokenReader } from "../../rpc/token-reads.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { DEFERRED, INDEX_NAMES, type IndexName, indexesFor } from "../format/indexes.js";
+import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
 import { saveManifest } from "../format/manifest.js";
 import type { ChunkEntry, Manifest } from "../format/records.js";
@@ -64,9 +65,10 @@ async function deriveStep(
 		if (!m.chunks.includes(due.chunk))
 			return due.missing.flatMap((i) => {
 				const path = partitionPath(dataDir, m.chain, i, copy);
-				return [path, filterPath(path)];
+				return [...partPaths(path, copy.parts?.[i]), filterPath(path)];
 			});
 		due.chunk.indexes = copy.indexes;
+		if (copy.parts) due.chunk.parts = copy.parts;
 		await saveManifest(dataDir, m);
 		return [];
 	});

@@ -4,6 +4,7 @@ import { basename, dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../../extract/rows.js";
 import { INDEX_NAMES } from "../format/indexes.js";
+import { partPaths } from "../format/key-parts.js";
 import { partitionFileName, type RangeId } from "../format/layout.js";
 import { GHOST_DATASET } from "../format/manifest.js";
 import type { LakeSettings, Manifest } from "../format/records.js";
@@ -69,10 +70,11 @@ interface LiveFile {
 /** The files each table should list now: the manifest's (see the module comment for `final_only`). */
 export function liveFiles(m: Manifest, settings: LakeSettings): Map<string, Map<string, LiveFile>> {
 	const out = new Map<string, Map<string, LiveFile>>();
-	const put = (table: string, range: RangeId) => {
+	// An index file in key-range parts (format/key-parts.ts) is one Delta file per part.
+	const put = (table: string, range: RangeId, parts = 1) => {
 		const files = out.get(table) ?? new Map<string, LiveFile>();
 		out.set(table, files);
-		files.set(partitionFileName(table, range), { range });
+		for (const name of partPaths(partitionFileName(table, range), parts)) files.set(name, { range });
 	};
 	const sorted = [...m.chunks].sort((a, b) => a.from - b.from);
 	const tip = sorted.at(-1)?.to ?? -1;
@@ -81,8 +83,9 @@ export function liveFiles(m: Manifest, settings: LakeSettings): Map<string, Map<
 	for (const c of chunks) for (const d of c.datasets) put(d, c);
 	for (const index of INDEX_NAMES) {
 		// As the API reads an index: its runs, and the own files of chunks no run covers.
-		for (const r of runsOf(m, index)) put(index, r);
-		for (const c of chunks) if (c.indexes?.includes(index) && !runCovering(m, index, c)) put(index, c);
+		for (const r of runsOf(m, index)) put(index, r, r.parts);
+		for (const c of chunks)
+			if (c.indexes?.includes(index) && !runCovering(m, index, c)) put(index, c, c.parts?.[index]);
 	}
 	for (const g of m.ghosts ?? []) put(GHOST_DATASET, g);
 	for (const e of m.metadata ?? []) for (const t of METADATA_TABLE_NAMES) put(t, e);

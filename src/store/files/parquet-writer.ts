@@ -8,6 +8,7 @@ import { crashPoint } from "../../util/crash-point.js";
 import { fsyncDir, fsyncFile, mkdirDurably } from "../../util/fsync.js";
 import { sqlString as quote } from "../../util/sql-string.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
+import { partCondition, partPath, partsFor } from "../format/key-parts.js";
 import { SCHEMAS, SORT_KEY } from "../format/schema.js";
 
 /* The Parquet writer (files/): every store file written, merged and derived through one DuckDB, atomically and durably. */
@@ -53,22 +54,34 @@ export interface ParquetWriter {
 	 * (small files into one) and for keeping reorged-out blocks.
 	 */
 	merge(dataset: DatasetName, files: string[], path: string, where?: string): Promise<number>;
-	/** Merges index files (chunk files or runs of `index`) into one run file, sorted; returns the row count. */
-	mergeIndex(index: IndexName, files: string[], path: string): Promise<number>;
+	/**
+	 * Merges index files (chunk files or runs of `index`, every part of each) into one run at
+	 * `path`, sorted, in key-range parts when large (format/key-parts.ts); returns its rows and parts.
+	 */
+	mergeIndex(index: IndexName, files: string[], path: string): Promise<IndexWrite>;
 	/** Distinct values of `column` in a file. */
 	countDistinct(path: string, column: string): Promise<number>;
 	/** The distinct values of a text column of a file, in batches (for key filters). */
 	streamColumn(path: string, column: string): AsyncIterable<string[]>;
 	/** The `hash` column of block files (blocks or ghost_blocks), in block order. */
 	blockHashes(files: string[]): Promise<string[]>;
-	/** Writes index `index` of a chunk from its dataset files (`fileOf`; see indexes.ts); returns the row count. */
-	derive(index: IndexName, fileOf: (d: DatasetName) => string, path: string): Promise<number>;
+	/**
+	 * Writes index `index` of a chunk from its dataset files (`fileOf`; see indexes.ts) at `path`,
+	 * in key-range parts when large (format/key-parts.ts); returns its rows and parts.
+	 */
+	derive(index: IndexName, fileOf: (d: DatasetName) => string, path: string): Promise<IndexWrite>;
 	/**
 	 * Writes the rows of `query` (a SELECT of the caller's own text, with its ORDER BY) to `path` with
 	 * COPY `options` (parquetCopyOptions, indexCopyOptions), atomically; returns the row count.
 	 */
 	copy(query: string, path: string, options: string): Promise<number>;
 	close(): void;
+}
+
+/** What an index file's write made: its rows, and the key-range parts they went into. */
+export interface IndexWrite {
+	rows: number;
+	parts: number;
 }
 
 /** ORDER BY of a dataset's or an index's files. */
@@ -106,6 +119,45 @@ export const indexCopyOptions = (index: IndexName) =>
 export async function createParquetWriter(): Promise<ParquetWriter> {
 	const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
 	const conn: DuckDBConnection = await instance.connect();
+	/**
+	 * Writes index rows `rows` (a SELECT of our own text) sorted at `path`: whole into a temporary
+	 * file, then, when it has more rows than one part holds, split by key range into its parts
+	 * (each COPY reads only its key range's row groups of the sorted whole) and the whole removed.
+	 * Every file goes in place by rename after an fsync: a crash leaves temporary files or unlisted
+	 * parts, which the next writer's start removes.
+	 */
+	const writeIndex = async (
+		index: IndexName,
+		rows: string,
+		path: string,
+		written: "parquet.merge.tmp-written" | "parquet.derive.tmp-written",
+	): Promise<IndexWrite> => {
+		await mkdirDurably(dirname(path));
+		const whole = `${path}.whole.tmp`;
+		const copied = await conn.runAndReadAll(
+			`COPY (${rows} ORDER BY ${orderOf(index)}) TO ${quote(whole)} (${indexCopyOptions(index)})`,
+		);
+		const count = Number(copied.getRows()[0]?.[0] ?? 0);
+		await fsyncFile(whole);
+		crashPoint(written);
+		const parts = partsFor(count, INDEXES[index].rowGroupSize);
+		if (parts === 1) {
+			await rename(whole, path);
+		} else {
+			for (let i = 0; i < parts; i++) {
+				const part = partPath(path, i);
+				await conn.run(
+					`COPY (SELECT * FROM read_parquet(${quote(whole)}) WHERE ${partCondition(INDEXES[index].key, i, parts)} ORDER BY ${orderOf(index)})
+					 TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`,
+				);
+				await fsyncFile(`${part}.tmp`);
+				await rename(`${part}.tmp`, part);
+			}
+			await rm(whole, { force: true });
+		}
+		await fsyncDir(dirname(path));
+		return { rows: count, parts };
+	};
 	const writer: ParquetWriter = {
 		write(dataset, rows, path, stagingDir) {
 			const schema: Record<string, readonly [string, string]> = SCHEMAS[dataset];
@@ -153,19 +205,14 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			return n;
 		},
 		async mergeIndex(index, files, path) {
-			await mkdirDurably(dirname(path));
-			const tmp = `${path}.tmp`;
 			const source = `read_parquet([${files.map(quote).join(", ")}])`;
 			const def: IndexDef = INDEXES[index];
-			const rows = def.merge ? def.merge(source) : `SELECT * FROM ${source}`;
-			const copied = await conn.runAndReadAll(
-				`COPY (${rows} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${indexCopyOptions(index)})`,
+			return writeIndex(
+				index,
+				def.merge ? def.merge(source) : `SELECT * FROM ${source}`,
+				path,
+				"parquet.merge.tmp-written",
 			);
-			await fsyncFile(tmp);
-			crashPoint("parquet.merge.tmp-written");
-			await rename(tmp, path);
-			await fsyncDir(dirname(path));
-			return Number(copied.getRows()[0]?.[0] ?? 0);
 		},
 		async countDistinct(path, column) {
 			const read = await conn.runAndReadAll(
@@ -189,16 +236,7 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			return read.getRowObjectsJS().map((r) => String(r.hash));
 		},
 		async derive(index, fileOf, path) {
-			await mkdirDurably(dirname(path));
-			const tmp = `${path}.tmp`;
-			const copied = await conn.runAndReadAll(
-				`COPY (${indexRowsSql(index, fileOf)} ORDER BY ${orderOf(index)}) TO ${quote(tmp)} (${indexCopyOptions(index)})`,
-			);
-			await fsyncFile(tmp);
-			crashPoint("parquet.derive.tmp-written");
-			await rename(tmp, path);
-			await fsyncDir(dirname(path));
-			return Number(copied.getRows()[0]?.[0] ?? 0);
+			return writeIndex(index, indexRowsSql(index, fileOf), path, "parquet.derive.tmp-written");
 		},
 		async copy(query, path, options) {
 			await mkdirDurably(dirname(path));

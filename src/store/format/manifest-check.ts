@@ -23,6 +23,7 @@ const chunkSchema = z
 		datasets: z.array(z.enum(DATASETS as [DatasetName, ...DatasetName[]])),
 		rows: z.partialRecord(z.enum(DATASETS as [DatasetName, ...DatasetName[]]), count),
 		indexes: z.array(z.enum(INDEX_NAMES as [IndexName, ...IndexName[]])).optional(),
+		parts: z.partialRecord(z.enum(INDEX_NAMES as [IndexName, ...IndexName[]]), z.number().int().positive()).optional(),
 		first_parent_hash: z.string(),
 		last_hash: z.string(),
 		gen: count.optional(),
@@ -69,6 +70,10 @@ function soundChunk(c: unknown): boolean {
 		!Array.isArray(rows) &&
 		Object.entries(rows).every(([k, v]) => DATASET_SET.has(k) && isCount(v)) &&
 		(e.indexes === undefined || (Array.isArray(e.indexes) && e.indexes.every((i) => INDEX_SET.has(i)))) &&
+		(e.parts === undefined ||
+			(typeof e.parts === "object" &&
+				e.parts !== null &&
+				Object.entries(e.parts).every(([k, v]) => INDEX_SET.has(k) && Number.isInteger(v) && (v as number) >= 1))) &&
 		typeof e.first_parent_hash === "string" &&
 		typeof e.last_hash === "string" &&
 		(e.gen === undefined || isCount(e.gen))

@@ -5,6 +5,7 @@ import type { DatasetName } from "../../extract/rows.js";
 import { crashPoint } from "../../util/crash-point.js";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import type { IndexName } from "./indexes.js";
+import { partPaths } from "./key-parts.js";
 import { chainDir, manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
 import { type ChunkEntry, type Manifest, type MetadataTable, RANK_TABLES, RANKS, type RankTable } from "./records.js";
@@ -196,10 +197,11 @@ export const hasFiles = (c: ChunkEntry, name: DatasetName | IndexName): boolean 
 /** Every file of a chunk: its datasets', then its indexes'. */
 export const chunkFiles = (dataDir: string, chain: string, c: ChunkEntry): string[] => [
 	...c.datasets.map((d) => partitionPath(dataDir, chain, d, c)),
-	// Each index file with its key filter beside it (absent in folders written before them).
+	// Each index file (every key-range part) with its key filter beside it (absent in folders
+	// written before them).
 	...(c.indexes ?? []).flatMap((i) => {
 		const path = partitionPath(dataDir, chain, i, c);
-		return [path, `${path}.filter`];
+		return [...partPaths(path, c.parts?.[i]), `${path}.filter`];
 	}),
 ];
 

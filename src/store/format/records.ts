@@ -63,6 +63,8 @@ export interface ChunkEntry {
 	rows: Partial<Record<DatasetName, number>>;
 	/** Index files derived from the chunk's datasets (indexes.ts); absent in chunks written before them. */
 	indexes?: IndexName[];
+	/** Key-range parts of those written in more than one file (format/key-parts.ts); absent: one each. */
+	parts?: Partial<Record<IndexName, number>>;
 	first_parent_hash: string;
 	last_hash: string;
 	/** The manifest generation that first listed the chunk's files; part of their names (layout.ts). */
@@ -86,6 +88,8 @@ export interface RunEntry extends RangeId {
 	rows: number;
 	/** Distinct keys (the filter's size). */
 	keys: number;
+	/** Key-range files it is written in (format/key-parts.ts); absent: one. */
+	parts?: number;
 }
 
 /** Holder ranks (holdings/holder-ranks.ts): every ERC-20 holding's balance as of a settled block, ranked per token. */

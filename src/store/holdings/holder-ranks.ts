@@ -1,6 +1,7 @@
 import { sqlString } from "../../util/sql-string.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { LIMBS, normalizedPartsSql, PARTS } from "../format/amounts.js";
+import { partPaths } from "../format/key-parts.js";
 import type { RangeId } from "../format/layout.js";
 import { nextGeneration, rankFiles, rankPath, saveManifest } from "../format/manifest.js";
 import { type Manifest, RANKS, type RankEntry, type RankTable, WALLETS } from "../format/records.js";
@@ -124,7 +125,9 @@ export async function ranksStep(
 	const entry: RankEntry = { ...prefix, gen: nextGeneration(m), rows: 0 };
 	const path = rankPath(dataDir, m.chain, entry);
 	const wallets = rankPath(dataDir, m.chain, entry, WALLETS);
-	const files = indexFiles(dataDir, m, "erc20_holders", [prefix.from, prefix.to]).map((f) => f.path);
+	const files = indexFiles(dataDir, m, "erc20_holders", [prefix.from, prefix.to]).flatMap((f) =>
+		partPaths(f.path, f.parts),
+	);
 	entry.rows = await writer.copy(ranksSql(files), path, RANK_COPY_OPTIONS);
 	// By holder, from the file just written (its sums are done).
 	await writer.copy(

@@ -2,6 +2,7 @@ import { readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
+import { partPaths } from "../format/key-parts.js";
 
 /**
  * A Bloom filter over the keys of one index run (addresses or hashes), kept in a file next to
@@ -83,9 +84,16 @@ export async function saveKeyFilter(path: string, data: Uint8Array): Promise<voi
  * The key filter beside an index file: chunk files get one as runs do, so a
  * wallet or hash also skips the newest chunks no run covers yet.
  */
-export async function writeKeyFilter(writer: ParquetWriter, path: string, key: string): Promise<number> {
-	const keys = await writer.countDistinct(path, key);
-	const { data } = await buildKeyFilter(writer.streamColumn(path, key), keys);
+export async function writeKeyFilter(writer: ParquetWriter, path: string, key: string, parts = 1): Promise<number> {
+	// Over every key-range part: one filter for the whole file (its parts hold distinct keys).
+	let keys = 0;
+	for (const part of partPaths(path, parts)) keys += await writer.countDistinct(part, key);
+	const { data } = await buildKeyFilter(
+		(async function* () {
+			for (const part of partPaths(path, parts)) yield* writer.streamColumn(part, key);
+		})(),
+		keys,
+	);
 	await saveKeyFilter(filterPath(path), data);
 	return keys;
 }

@@ -1,4 +1,5 @@
 import type { IndexName } from "../format/indexes.js";
+import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
 import { chunkFiles, ghostFiles, metadataFiles, rankFiles } from "../format/manifest.js";
 import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, type RunEntry } from "../format/records.js";
@@ -55,10 +56,14 @@ export function runCovering(m: Manifest, index: IndexName, c: { from: number; to
 export const isIndexed = (m: Manifest, index: IndexName, c: ChunkEntry): boolean =>
 	c.indexes?.includes(index) === true || runCovering(m, index, c) !== undefined;
 
-/** A file holding rows of an index, with its key filter when it has one (runs do). */
+/**
+ * A file holding rows of an index, with its key filter when it has one, in `parts` key-range
+ * files (format/key-parts.ts: `path` is part 0).
+ */
 export interface IndexFile {
 	path: string;
 	filter?: string;
+	parts: number;
 }
 
 /**
@@ -92,7 +97,7 @@ function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
 		const runs = runsOf(m, index);
 		const files: Placed[] = runs.map((r) => {
 			const path = partitionPath(dataDir, m.chain, index, r);
-			return { path, filter: filterPath(path), from: r.from, to: r.to };
+			return { path, filter: filterPath(path), from: r.from, to: r.to, parts: r.parts ?? 1 };
 		});
 		// Chunks in block order against runs in block order: one pass finds those no run covers.
 		let i = 0;
@@ -103,7 +108,7 @@ function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
 			if (run && run.from <= c.from && c.to <= run.to) continue;
 			// Its filter, if written (index files before filters have none: then always read).
 			const path = partitionPath(dataDir, m.chain, index, c);
-			files.push({ path, filter: filterPath(path), from: c.from, to: c.to });
+			files.push({ path, filter: filterPath(path), from: c.from, to: c.to, parts: c.parts?.[index] ?? 1 });
 		}
 		files.sort((a, b) => a.from - b.from);
 		return files;
@@ -114,7 +119,7 @@ function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
 export const runFiles = (dataDir: string, m: Manifest): string[] =>
 	(m.runs ?? []).flatMap((r) => {
 		const path = partitionPath(dataDir, m.chain, r.index, r);
-		return [path, filterPath(path)];
+		return [...partPaths(path, r.parts), filterPath(path)];
 	});
 
 /** Every file the manifest lists (datasets, indexes, runs and their filters, ghosts, token metadata, holder ranks): never deleted. */

@@ -1,6 +1,7 @@
 import { crashPoint } from "../../util/crash-point.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexName } from "../format/indexes.js";
+import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
 import { nextGeneration, saveManifest } from "../format/manifest.js";
 import type { ChunkEntry, Manifest, RunEntry } from "../format/records.js";
@@ -67,6 +68,8 @@ interface Unit {
 	last_hash: string;
 	chunks: number;
 	path: string;
+	/** Its files: every key-range part of `path`. */
+	parts: string[];
 	run?: RunEntry;
 	chunk?: ChunkEntry;
 }
@@ -78,14 +81,17 @@ export function planMerge(dataDir: string, m: Manifest, index: IndexName): Unit[
 	for (const c of settledChunks(m)) {
 		const run = runs.find((r) => r.from <= c.from && c.to <= r.to);
 		if (run) {
-			if (units.at(-1)?.run !== run)
-				units.push({ ...run, path: partitionPath(dataDir, m.chain, index, run), run, chunks: run.chunks });
+			if (units.at(-1)?.run !== run) {
+				const path = partitionPath(dataDir, m.chain, index, run);
+				units.push({ ...run, path, parts: partPaths(path, run.parts), run, chunks: run.chunks });
+			}
 		} else if (c.indexes?.includes(index)) {
 			const path = partitionPath(dataDir, m.chain, index, c);
-			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: partitionsOf(m, c), path, chunk: c });
+			const parts = partPaths(path, c.parts?.[index]);
+			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: partitionsOf(m, c), path, parts, chunk: c });
 		} else {
 			// No index rows for this chunk (written before the index existed): nothing merges across it.
-			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: Number.NaN, path: "" });
+			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: Number.NaN, path: "", parts: [] });
 		}
 	}
 	for (let i = 0; i + FAN_IN <= units.length; i++) {
@@ -127,10 +133,12 @@ export async function mergeStep(
 		keys: 0,
 	};
 	const path = partitionPath(dataDir, m.chain, index, run);
-	const inputs = group.map((u) => u.path);
-	run.rows = await writer.mergeIndex(index, inputs, path);
+	const inputs = group.flatMap((u) => u.parts);
+	const written = await writer.mergeIndex(index, inputs, path);
+	run.rows = written.rows;
+	if (written.parts > 1) run.parts = written.parts;
 	crashPoint("runs.merged");
-	run.keys = await writeKeyFilter(writer, path, INDEXES[index].key);
+	run.keys = await writeKeyFilter(writer, path, INDEXES[index].key, written.parts);
 	crashPoint("runs.filter-written");
 	const merged = new Set(group.map((u) => u.run).filter((r) => r !== undefined));
 	return exclusive(async () => {
@@ -139,11 +147,19 @@ export async function mergeStep(
 		const intact = group.every((u) =>
 			u.run ? m.runs?.includes(u.run) : u.chunk && m.chunks.includes(u.chunk) && u.chunk.indexes?.includes(index),
 		);
-		if (!intact) return [path, filterPath(path)];
+		if (!intact) return [...partPaths(path, written.parts), filterPath(path)];
 		m.runs = [...(m.runs ?? []).filter((r) => !merged.has(r)), run];
-		for (const u of group) if (u.chunk) u.chunk.indexes = u.chunk.indexes?.filter((i) => i !== index);
+		for (const u of group) {
+			if (!u.chunk) continue;
+			u.chunk.indexes = u.chunk.indexes?.filter((i) => i !== index);
+			if (u.chunk.parts?.[index] !== undefined) {
+				const { [index]: _merged, ...rest } = u.chunk.parts;
+				u.chunk.parts = rest;
+				if (Object.keys(rest).length === 0) delete u.chunk.parts;
+			}
+		}
 		await saveManifest(dataDir, m);
 		crashPoint("runs.committed");
-		return group.flatMap((u) => [u.path, filterPath(u.path)]);
+		return group.flatMap((u) => [...u.parts, filterPath(u.path)]);
 	});
 }

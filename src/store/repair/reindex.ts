@@ -4,6 +4,7 @@ import { applyLakeFlags } from "../delta/lake-flags.js";
 import { acquireWriteLock } from "../files/lock.js";
 import { createParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, REPLACED, writtenWith } from "../format/indexes.js";
+import { partPaths } from "../format/key-parts.js";
 import { chainDir, partitionPath } from "../format/layout.js";
 import { loadManifest, saveManifest } from "../format/manifest.js";
 import type { LakeSettings, Manifest } from "../format/records.js";
@@ -49,7 +50,7 @@ export async function reindexChain(
 			await deleteNow(
 				[...gone].flatMap((r) => {
 					const path = partitionPath(dataDir, chain.id, r.index, r);
-					return [path, filterPath(path)];
+					return [...partPaths(path, r.parts), filterPath(path)];
 				}),
 			);
 		}
@@ -118,7 +119,7 @@ function dropReplaced(dataDir: string, m: Manifest): string[] {
 		gone.push(...runFiles(dataDir, { ...m, runs }));
 		for (const c of chunks) {
 			const path = partitionPath(dataDir, m.chain, old, c);
-			gone.push(path, filterPath(path));
+			gone.push(...partPaths(path, c.parts?.[old]), filterPath(path));
 			c.indexes = c.indexes?.filter((i) => i !== old);
 		}
 		m.runs = (m.runs ?? []).filter((r) => r.index !== old);

@@ -6,6 +6,7 @@ import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import { sqlString as quote } from "../../util/sql-string.js";
 import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "../files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
+import { partPath } from "../format/key-parts.js";
 import { partitionPath, type RangeId } from "../format/layout.js";
 import { GHOST_DATASET, nextGeneration, saveManifest } from "../format/manifest.js";
 import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, METADATA_TABLES } from "../format/records.js";
@@ -96,17 +97,18 @@ const ofDataset = (dataDir: string, chain: string, d: DatasetName, from: RangeId
 	filter: false,
 });
 
-const ofIndex = (dataDir: string, chain: string, i: IndexName, from: RangeId, to: RangeId): FileOf => {
+/** Every key-range part of an index file (format/key-parts.ts); the filter goes with part 0. */
+const ofIndex = (dataDir: string, chain: string, i: IndexName, from: RangeId, to: RangeId, parts = 1): FileOf[] => {
 	const def: IndexDef = INDEXES[i];
-	return {
-		from: partitionPath(dataDir, chain, i, from),
-		to: partitionPath(dataDir, chain, i, to),
+	return Array.from({ length: parts }, (_, k) => ({
+		from: partPath(partitionPath(dataDir, chain, i, from), k),
+		to: partPath(partitionPath(dataDir, chain, i, to), k),
 		order: orderOf(i),
 		options: () => indexCopyOptions(i),
 		// An index of blocks rows (blocks_by_hash) has their nonce.
 		blocks: def.source === "blocks" && def.columns === undefined,
-		filter: true,
-	};
+		filter: k === 0,
+	}));
 };
 
 /** A manifest entry's files, read from its names at `gen` (now) and written at `to` (the new generation). */
@@ -118,7 +120,7 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 		range: c,
 		files: (to) => [
 			...c.datasets.map((d) => ofDataset(dataDir, chain, d, c, to)),
-			...(c.indexes ?? []).map((i) => ofIndex(dataDir, chain, i, c, to)),
+			...(c.indexes ?? []).flatMap((i) => ofIndex(dataDir, chain, i, c, to, c.parts?.[i])),
 		],
 		commit: (gen) => {
 			c.gen = gen;
@@ -130,7 +132,7 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 		...(m.runs ?? []).map(
 			(r): Entry => ({
 				range: r,
-				files: (to) => [ofIndex(dataDir, chain, r.index, r, to)],
+				files: (to) => ofIndex(dataDir, chain, r.index, r, to, r.parts),
 				commit: (gen) => {
 					r.gen = gen;
 				},

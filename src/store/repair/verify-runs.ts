@@ -1,6 +1,7 @@
 import { relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { sqlString as quote } from "../../util/sql-string.js";
+import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
 import type { Manifest, RunEntry } from "../format/records.js";
 import { filterPath, loadKeyFilter } from "../indexes/key-filter.js";
@@ -32,19 +33,26 @@ export async function checkRuns(dataDir: string, m: Manifest): Promise<RunProble
 		for (const run of runs) {
 			const path = partitionPath(dataDir, m.chain, run.index, run);
 			const report = (file: string, problem: string) => problems.push({ file: relative(dataDir, file), run, problem });
-			const shape = await parquetShape(path);
-			if (shape) {
-				report(path, shape);
-				continue;
+			// Every key-range part (format/key-parts.ts) whole, their rows together the recorded count.
+			let rows = 0;
+			let whole = true;
+			for (const part of partPaths(path, run.parts)) {
+				const shape = await parquetShape(part);
+				if (shape) {
+					report(part, shape);
+					whole = false;
+					continue;
+				}
+				try {
+					const r = await conn.runAndReadAll(`SELECT num_rows FROM parquet_file_metadata(${quote(part)})`);
+					rows += Number(r.getRowObjectsJS()[0]?.num_rows);
+				} catch {
+					report(part, "cannot be read as Parquet");
+					whole = false;
+				}
 			}
-			try {
-				const r = await conn.runAndReadAll(`SELECT num_rows FROM parquet_file_metadata(${quote(path)})`);
-				const rows = Number(r.getRowObjectsJS()[0]?.num_rows);
-				if (rows !== run.rows) report(path, `holds ${rows} rows where the manifest recorded ${run.rows}`);
-			} catch {
-				report(path, "cannot be read as Parquet");
-				continue;
-			}
+			if (!whole) continue;
+			if (rows !== run.rows) report(path, `holds ${rows} rows where the manifest recorded ${run.rows}`);
 			try {
 				await loadKeyFilter(filterPath(path));
 			} catch (err) {

@@ -8,6 +8,7 @@ import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import { sqlString as quote } from "../../util/sql-string.js";
 import { acquireWriteLock } from "../files/lock.js";
 import type { IndexName } from "../format/indexes.js";
+import { partPaths } from "../format/key-parts.js";
 import { chainDir, manifestPath, partitionPath } from "../format/layout.js";
 import { GHOST_DATASET, readManifestChecked } from "../format/manifest.js";
 import { manifestDamaged, manifestFix, readPreviousManifest } from "../format/manifest-check.js";
@@ -77,7 +78,8 @@ function listed(dataDir: string, chain: string, chunks: readonly ChunkEntry[], g
 				ghost: false,
 			});
 		for (const i of c.indexes ?? [])
-			out.push({ path: partitionPath(dataDir, chain, i, c), name: i, from: c.from, to: c.to, ghost: false });
+			for (const path of partPaths(partitionPath(dataDir, chain, i, c), c.parts?.[i]))
+				out.push({ path, name: i, from: c.from, to: c.to, ghost: false });
 	}
 	for (const g of ghosts) {
 		const path = partitionPath(dataDir, chain, GHOST_DATASET, g);
@@ -255,7 +257,9 @@ export async function damagedIn(
 	const problems = await checkFiles(dataDir, manifest.chain, chunks, ghosts);
 	const bad = new Set(problems.map((p) => p.path));
 	const hit = (c: ChunkEntry) =>
-		[...c.datasets, ...(c.indexes ?? [])].some((d) => bad.has(partitionPath(dataDir, manifest.chain, d, c)));
+		[...c.datasets, ...(c.indexes ?? [])].some((d) =>
+			partPaths(partitionPath(dataDir, manifest.chain, d, c), c.parts?.[d as IndexName]).some((p) => bad.has(p)),
+		);
 	return {
 		chunks: chunks.filter(hit),
 		ghosts: ghosts.filter((g) => bad.has(partitionPath(dataDir, manifest.chain, GHOST_DATASET, g))),
