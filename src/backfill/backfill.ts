@@ -1,9 +1,9 @@
-import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
 import { ethBlockNumber, ethBlockNumberAtLeast, ethChainId } from "../rpc/actions.js";
 import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { metadataSource } from "../rpc/token-reads.js";
+import type { TraceFormat } from "../rpc/types.js";
 import { removeUnlisted, writeChunk } from "../store/chunk-store.js";
 import type { LakeSettings } from "../store/delta/lake-export.js";
 import { applyLakeFlags } from "../store/delta/lake-flags.js";

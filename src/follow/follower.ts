@@ -1,10 +1,10 @@
 import { rm } from "node:fs/promises";
 import { ChainBreakError, createRangeFetcher, type FetchedRange, type Link } from "../backfill/fetch-range.js";
-import type { TraceFormat } from "../extract/extract-block.js";
 import { compareBlockHash, ethBlockNumber, ethChainId, ethGetBlockHash } from "../rpc/actions.js";
 import type { RpcClient, RpcHealth } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { metadataSource } from "../rpc/token-reads.js";
+import type { TraceFormat } from "../rpc/types.js";
 import {
 	deriveIndexes,
 	dropReturnedGhosts,

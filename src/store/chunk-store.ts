@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { basename, join } from "node:path";
-import type { TraceFormat } from "../extract/extract-block.js";
 import { DATASETS, type DatasetName, type DatasetRows, TRACE_DATASETS } from "../extract/rows.js";
+import type { TraceFormat } from "../rpc/types.js";
 import { crashPoint } from "../util/crash-point.js";
 import { LOG_DIR } from "./delta/delta-log.js";
 import { lakeExporter } from "./delta/lake-export.js";

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { copyFile, link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { TraceFormat } from "../extract/extract-block.js";
 import type { DatasetName } from "../extract/rows.js";
+import type { TraceFormat } from "../rpc/types.js";
 import { crashPoint } from "../util/crash-point.js";
 import { fsyncDir, fsyncFile } from "../util/fsync.js";
 import type { LakeSettings } from "./delta/lake-export.js";
