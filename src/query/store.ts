@@ -33,6 +33,7 @@ import {
 import { SCHEMAS } from "../store/schema.js";
 import { METADATA_TABLES, type MetadataTable, metadataFiles } from "../store/token-metadata.js";
 import { isFileError, parquetShape } from "../store/verify.js";
+import { chainsIn } from "../util/chain.js";
 import { sqlString as quote } from "../util/sql-string.js";
 import {
 	DamagedDataError,
@@ -43,7 +44,6 @@ import {
 import { lockDown } from "./lock-down.js";
 import { QueryTimeoutError } from "./query-timeout-error.js";
 import { UnavailableError } from "./unavailable-error.js";
-import { chainsIn } from "./views.js";
 
 export type Row = Record<string, unknown>;
 export type Params = Record<string, DuckDBValue>;
