@@ -8,6 +8,7 @@ import Fastify, {
 	LogController,
 } from "fastify";
 import { validatorCompiler } from "fastify-type-provider-zod";
+import type { FollowSource } from "../follow/follower-stats.js";
 import { DamagedDataError } from "../query/damaged-data-error.js";
 import { TooManyChangesError } from "../query/deltas.js";
 import { QueryTimeoutError } from "../query/query-timeout-error.js";
@@ -19,7 +20,7 @@ import { authenticate } from "./auth.js";
 import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
 import type { Keyring } from "./keys.js";
-import { createMetrics, type FollowSource } from "./metrics.js";
+import { createMetrics } from "./metrics.js";
 import { paramDocsTransform } from "./param-docs.js";
 import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./rate-limit.js";
 import { stringifyExact } from "./records.js";

@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
 import { ChainBreakError, createRangeFetcher, type FetchedRange, type Link } from "../backfill/fetch-range.js";
 import { compareBlockHash, ethBlockNumber, ethChainId, ethGetBlockHash } from "../rpc/actions.js";
-import type { RpcClient, RpcHealth } from "../rpc/client.js";
+import type { RpcClient } from "../rpc/client.js";
 import { detectTraceFormat, type TraceMode } from "../rpc/detect-traces.js";
 import { metadataSource } from "../rpc/token-reads.js";
 import type { TraceFormat } from "../rpc/types.js";
@@ -41,6 +41,7 @@ import { crashPoint } from "../util/crash-point.js";
 import { freeSpace, isDiskFull } from "../util/disk-full.js";
 import { UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
+import type { FollowerStats } from "./follower-stats.js";
 import { sliceRows } from "./slice-rows.js";
 import { writeStatus } from "./status-file.js";
 
@@ -102,24 +103,6 @@ export interface FollowerOptions {
 	compactFanIn?: number;
 	/** The Delta Lake export's settings (delta/lake-flags.ts); kept in the manifest. */
 	lake?: Partial<LakeSettings>;
-}
-
-export interface FollowerStats {
-	nodeHead: number | null;
-	storedHead: number | null;
-	blocksIngested: number;
-	reorgs: number;
-	faults: number;
-	lastStepAt: number | null;
-	/** The latest failed or refused step, for readiness. */
-	lastFault: { at: number; message: string } | null;
-	/** The node as this follower's RPC client sees it (errors retried within steps included). */
-	node: RpcHealth;
-	/**
-	 * Another process holds the chain's write lock (its message), so this one stands by: it
-	 * takes over at the first poll after that writer stops. Null while this one writes.
-	 */
-	standby: string | null;
 }
 
 /**

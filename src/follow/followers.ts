@@ -1,4 +1,3 @@
-import type { FollowSource } from "../api/metrics.js";
 import { ethChainId } from "../rpc/actions.js";
 import { createRpcClient } from "../rpc/client.js";
 import type { TraceMode } from "../rpc/detect-traces.js";
@@ -7,6 +6,7 @@ import { parseChainId } from "../util/chain.js";
 import { UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 import { createFollower, wrongChainError } from "./follower.js";
+import type { FollowSource } from "./follower-stats.js";
 
 export interface FollowSpec {
 	chain: string;

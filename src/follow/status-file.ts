@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
-import type { FollowSource } from "../api/metrics.js";
 import { chainDir, statusPath } from "../store/layout.js";
 import { lakeExportStatus } from "../store/manifest.js";
+import type { FollowSource } from "./follower-stats.js";
 
 /*
  * One writer, many readers: the follower that holds a chain's write lock says how it is doing
