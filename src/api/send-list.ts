@@ -1,8 +1,9 @@
 import { Readable } from "node:stream";
 import { Bool, type DataType, Float64, Int64, Table, tableToIPC, Uint64, Utf8, vectorFromArray } from "apache-arrow";
 import type { FastifyReply } from "fastify";
+import type { ColumnKind } from "../query/sql/result-columns.js";
 import { ApiError } from "./errors.js";
-import { type ColumnKind, columnKind, flattenItem } from "./list-columns.js";
+import { columnKind, flattenItem } from "./list-columns.js";
 import { stringifyExact } from "./records.js";
 
 /** Default cap on one list answer: 1000 items of the widest records stay well below it. */

@@ -1,16 +1,29 @@
 import { type DuckDBType, DuckDBTypeId } from "@duckdb/node-api";
-import type { ColumnKind } from "../../api/list-columns.js";
 
 /*
  * The columns of a statement's answer: their names made unique, DuckDB's type, and the kind the
- * tabular formats (JSON, CSV, Arrow) carry each as.
+ * tabular formats (JSON, CSV, Arrow) carry each as. ColumnKind is defined here, the lowest place
+ * that needs it; the API's list answers (api/list-columns.ts) give their columns the same kinds.
  */
+
+/**
+ * How a column is carried in the tabular formats; docs/api-contract.md §5 lists the kinds:
+ *   int     Int64: block numbers, indexes, gas, counts; timestamps as Unix seconds
+ *   uint64  Uint64: a block's PoW nonce (up to 2^64 - 1)
+ *   bool    Bool: transaction and call status, ghost
+ *   float   Float64: USD prices and values (null until a price source exists)
+ *   text    Utf8: hashes, addresses, hex data, names; uint256 amounts and difficulties as exact
+ *           decimal text (a batch transfer's values and ids: a JSON array of them)
+ *   json    Utf8 holding JSON: nested lists and objects of free shape (a transaction's logs,
+ *           trace addresses, gas_range, NFT metadata), not flattened into columns
+ */
+export type ColumnKind = "int" | "uint64" | "bool" | "float" | "text" | "json";
 
 export interface SqlColumn {
 	name: string;
 	/** DuckDB's type, as DuckDB writes it ("BIGINT", "DECIMAL(38,0)", "VARCHAR[]"). */
 	type: string;
-	/** How the tabular formats carry it (api/list-columns.ts): Arrow type, JSON number or text. */
+	/** How the tabular formats carry it (ColumnKind): Arrow type, JSON number or text. */
 	kind: ColumnKind;
 }
 
