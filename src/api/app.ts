@@ -16,6 +16,8 @@ import { DEFAULT_SQL_LIMITS, type SqlLimits } from "../query/sql/sql-limits.js";
 import type { Store } from "../query/store.js";
 import { UnavailableError } from "../query/unavailable-error.js";
 import type { RemoteStatus } from "../remote/remote-lake.js";
+import { stringifyExact } from "./answers/records.js";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "./answers/send-list.js";
 import { authenticate } from "./auth.js";
 import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
@@ -23,7 +25,6 @@ import type { Keyring } from "./keys.js";
 import { createMetrics } from "./metrics.js";
 import { paramDocsTransform } from "./param-docs.js";
 import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./rate-limit.js";
-import { stringifyExact } from "./records.js";
 import { addressRoutes } from "./routes/address.js";
 import { balancesRoutes } from "./routes/balances.js";
 import { blockRoutes } from "./routes/blocks.js";
@@ -33,7 +34,6 @@ import { nftRoutes } from "./routes/nfts.js";
 import { sqlRoutes } from "./routes/sql.js";
 import { txRoutes } from "./routes/txs.js";
 import { securityHeaders } from "./security-headers.js";
-import { DEFAULT_MAX_RESPONSE_BYTES } from "./send-list.js";
 import { DEFAULT_TIMEOUTS, type ServerTimeouts, timeoutOptions } from "./server-timeouts.js";
 
 export interface AppOptions {

@@ -7,23 +7,8 @@ import { findCalls, findCreations, findSelfDestructs } from "../../query/contrac
 import type { Row, Snapshot } from "../../query/store.js";
 import { type EventFilter, findEvents, logsOfTransactions } from "../../query/transactions.js";
 import { findTransfers } from "../../query/transfers.js";
-import { type ApiContext, openChain } from "../context.js";
-import { ApiError, badRequest } from "../errors.js";
-import { flattenItem } from "../list-columns.js";
-import { envelope, pageOf } from "../list-reply.js";
-import { describedAs, documented } from "../param-docs.js";
-import {
-	addressList,
-	addressParam,
-	assetTypes,
-	booleanParam,
-	chainParams,
-	EXAMPLE,
-	hashList,
-	listQuery,
-	selectorList,
-} from "../params.js";
-import { resolveRange } from "../range.js";
+import { flattenItem } from "../answers/list-columns.js";
+import { envelope, pageOf } from "../answers/list-reply.js";
 import {
 	CALL_COLUMNS,
 	CREATION_COLUMNS,
@@ -37,8 +22,23 @@ import {
 	selfDestructRecord,
 	TRANSFER_COLUMNS,
 	transferRecord,
-} from "../records.js";
-import { checkSize, csvLine, csvRow, DEFAULT_MAX_RESPONSE_BYTES, sendList } from "../send-list.js";
+} from "../answers/records.js";
+import { checkSize, csvLine, csvRow, DEFAULT_MAX_RESPONSE_BYTES, sendList } from "../answers/send-list.js";
+import { type ApiContext, openChain } from "../context.js";
+import { ApiError, badRequest } from "../errors.js";
+import { describedAs, documented } from "../param-docs.js";
+import {
+	addressList,
+	addressParam,
+	assetTypes,
+	booleanParam,
+	chainParams,
+	EXAMPLE,
+	hashList,
+	listQuery,
+	selectorList,
+} from "../params.js";
+import { resolveRange } from "../range.js";
 
 const contractQuery = z
 	.object({

@@ -8,14 +8,14 @@ import type { Row, Snapshot } from "../../query/store.js";
 import { type TokenMeta, tokenMetas, tokenUris } from "../../query/tokens.js";
 import { findTransfers, type TransferFilter } from "../../query/transfers.js";
 import { amountOf, LIMBS } from "../../store/amounts.js";
+import { asOfEnvelope, DEFAULT_LIMIT, pageOf } from "../answers/list-reply.js";
+import { sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
 import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
-import { asOfEnvelope, DEFAULT_LIMIT, pageOf } from "../list-reply.js";
 import { describedAs, documented } from "../param-docs.js";
 import { addressParam, booleanParam, EXAMPLE, type ListQuery, listQuery } from "../params.js";
 import { type ResolvedRange, resolveRange } from "../range.js";
-import { sendList } from "../send-list.js";
 import { tokenContent } from "../token-uri.js";
 
 /*
@@ -55,7 +55,7 @@ const collection = (address: string, meta: TokenMeta | undefined, standard?: str
 	symbol: meta?.symbol ?? null,
 });
 
-/** The columns of each list in CSV and Arrow answers (api/list-columns.ts). */
+/** The columns of each list in CSV and Arrow answers (api/answers/list-columns.ts). */
 const COLLECTION = ["collection.address", "collection.standard", "collection.name", "collection.symbol"];
 const ARRIVAL = [
 	"transfer.block_number",

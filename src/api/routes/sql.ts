@@ -7,12 +7,12 @@ import type { SqlLimits } from "../../query/sql/sql-limits.js";
 import { checkSqlText, SqlRefusedError } from "../../query/sql/sql-refusals.js";
 import { sqlSlots } from "../../query/sql/sql-slots.js";
 import { runUserSql } from "../../query/sql/user-sql.js";
+import { stringifyExact } from "../answers/records.js";
+import { arrowTable, csvCell } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError } from "../errors.js";
 import { documented } from "../param-docs.js";
 import { chainParams } from "../params.js";
-import { stringifyExact } from "../records.js";
-import { arrowTable, csvCell } from "../send-list.js";
 
 /** The SQL endpoint's settings (scripts/serve.ts: --sql, CHAINLAKE_SQL=1, and a flag per limit). */
 export interface SqlEndpointOptions {

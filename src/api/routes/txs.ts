@@ -3,11 +3,11 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { callsOfTransaction } from "../../query/contracts.js";
 import { findTransaction, logsOfTransactions } from "../../query/transactions.js";
+import { internalCallRecord, logRecord, transactionRecord } from "../answers/records.js";
 import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
 import { describedAs } from "../param-docs.js";
 import { booleanParam, chainParams, hashParam } from "../params.js";
-import { internalCallRecord, logRecord, transactionRecord } from "../records.js";
 import { requireTraces } from "./contracts.js";
 
 const txParams = chainParams.extend({ transaction_hash: describedAs(hashParam, "The transaction's hash.") });

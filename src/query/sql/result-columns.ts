@@ -3,7 +3,7 @@ import { type DuckDBType, DuckDBTypeId } from "@duckdb/node-api";
 /*
  * The columns of a statement's answer: their names made unique, DuckDB's type, and the kind the
  * tabular formats (JSON, CSV, Arrow) carry each as. ColumnKind is defined here, the lowest place
- * that needs it; the API's list answers (api/list-columns.ts) give their columns the same kinds.
+ * that needs it; the API's list answers (api/answers/list-columns.ts) give their columns the same kinds.
  */
 
 /**

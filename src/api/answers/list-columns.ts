@@ -1,4 +1,4 @@
-import type { ColumnKind } from "../query/sql/result-columns.js";
+import type { ColumnKind } from "../../query/sql/result-columns.js";
 
 /*
  * The columns of list answers in the tabular formats (CSV, Arrow): each list route declares its
