@@ -23,7 +23,7 @@ import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
 import type { Keyring } from "./keys.js";
 import { createMetrics } from "./metrics.js";
-import { paramDocsTransform } from "./param-docs.js";
+import { paramDocsTransform } from "./params/param-docs.js";
 import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./rate-limit.js";
 import { addressRoutes } from "./routes/address.js";
 import { balancesRoutes } from "./routes/balances.js";
@@ -128,7 +128,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			},
 			security: [{ bearer: [] }, { basic: [] }],
 		},
-		// Parameters typed and described (param-docs.ts), not as the strings the zod schemas parse.
+		// Parameters typed and described (params/param-docs.ts), not as the strings the zod schemas parse.
 		transform: paramDocsTransform,
 	});
 	await app.register(swaggerUi, { routePrefix: "/docs" });

@@ -14,9 +14,9 @@ import {
 import { sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest } from "../errors.js";
-import { describedAs, documented } from "../param-docs.js";
-import { addressList, addressParam, assetTypes, booleanParam, CHAIN_ID, listQuery } from "../params.js";
-import { resolveRange } from "../range.js";
+import { describedAs, documented } from "../params/param-docs.js";
+import { addressList, addressParam, assetTypes, booleanParam, CHAIN_ID, listQuery } from "../params/params.js";
+import { resolveRange } from "../params/range.js";
 
 const direction = (description: string) =>
 	documented(z.enum(["incoming", "outgoing"], { error: "must be incoming or outgoing" }), {

@@ -9,9 +9,9 @@ import { asOfEnvelope, DEFAULT_LIMIT } from "../answers/list-reply.js";
 import { sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
-import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
-import { describedAs } from "../param-docs.js";
-import { addressParam, EXAMPLE } from "../params.js";
+import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../params/holdings-params.js";
+import { describedAs } from "../params/param-docs.js";
+import { addressParam, EXAMPLE } from "../params/params.js";
 
 /*
  * The Balances API of the service we are compatible with (docs/api-contract.md §8), under

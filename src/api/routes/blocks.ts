@@ -7,9 +7,9 @@ import { BLOCK_COLUMNS, blockRecord } from "../answers/records.js";
 import { sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
-import { describedAs } from "../param-docs.js";
-import { chainParams, EXAMPLE, hashParam, listQuery } from "../params.js";
-import { headBlock, resolveRange } from "../range.js";
+import { describedAs } from "../params/param-docs.js";
+import { chainParams, EXAMPLE, hashParam, listQuery } from "../params/params.js";
+import { headBlock, resolveRange } from "../params/range.js";
 
 export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();

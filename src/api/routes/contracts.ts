@@ -26,7 +26,7 @@ import {
 import { checkSize, csvLine, csvRow, DEFAULT_MAX_RESPONSE_BYTES, sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
-import { describedAs, documented } from "../param-docs.js";
+import { describedAs, documented } from "../params/param-docs.js";
 import {
 	addressList,
 	addressParam,
@@ -37,8 +37,8 @@ import {
 	hashList,
 	listQuery,
 	selectorList,
-} from "../params.js";
-import { resolveRange } from "../range.js";
+} from "../params/params.js";
+import { resolveRange } from "../params/range.js";
 
 const contractQuery = z
 	.object({

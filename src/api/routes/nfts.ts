@@ -12,10 +12,10 @@ import { asOfEnvelope, DEFAULT_LIMIT, pageOf } from "../answers/list-reply.js";
 import { sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
-import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
-import { describedAs, documented } from "../param-docs.js";
-import { addressParam, booleanParam, EXAMPLE, type ListQuery, listQuery } from "../params.js";
-import { type ResolvedRange, resolveRange } from "../range.js";
+import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../params/holdings-params.js";
+import { describedAs, documented } from "../params/param-docs.js";
+import { addressParam, booleanParam, EXAMPLE, type ListQuery, listQuery } from "../params/params.js";
+import { type ResolvedRange, resolveRange } from "../params/range.js";
 import { tokenContent } from "../token-uri.js";
 
 /*

@@ -11,8 +11,8 @@ import { stringifyExact } from "../answers/records.js";
 import { arrowTable, csvCell } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError } from "../errors.js";
-import { documented } from "../param-docs.js";
-import { chainParams } from "../params.js";
+import { documented } from "../params/param-docs.js";
+import { chainParams } from "../params/params.js";
 
 /** The SQL endpoint's settings (scripts/serve.ts: --sql, CHAINLAKE_SQL=1, and a flag per limit). */
 export interface SqlEndpointOptions {

@@ -6,8 +6,8 @@ import { findTransaction, logsOfTransactions } from "../../query/transactions.js
 import { internalCallRecord, logRecord, transactionRecord } from "../answers/records.js";
 import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
-import { describedAs } from "../param-docs.js";
-import { booleanParam, chainParams, hashParam } from "../params.js";
+import { describedAs } from "../params/param-docs.js";
+import { booleanParam, chainParams, hashParam } from "../params/params.js";
 import { requireTraces } from "./contracts.js";
 
 const txParams = chainParams.extend({ transaction_hash: describedAs(hashParam, "The transaction's hash.") });
