@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { FollowSource } from "../follow/follower-stats.js";
-import { nodeStatus } from "../rpc/client.js";
+import { nodeStatus } from "../rpc/rpc-health.js";
 import { createMetrics } from "./metrics.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { RpcHealth } from "../rpc/client.js";
+import type { RpcHealth } from "../rpc/rpc-health.js";
 import type { LakeExportStatus } from "../store/manifest.js";
 
 /*

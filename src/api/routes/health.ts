@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { FollowSource } from "../../follow/follower-stats.js";
 import { readStatus, staleAfterMs } from "../../follow/status-file.js";
 import { latestBlock } from "../../query/blocks.js";
-import { nodeStatus } from "../../rpc/client.js";
+import { nodeStatus } from "../../rpc/rpc-health.js";
 import { lakeExportStatus, readManifestSafe } from "../../store/manifest.js";
 import type { ApiContext } from "../context.js";
 import { errorBody } from "../errors.js";
