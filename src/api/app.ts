@@ -28,7 +28,9 @@ import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./ra
 import { addressRoutes } from "./routes/address.js";
 import { balancesRoutes } from "./routes/balances.js";
 import { blockRoutes } from "./routes/blocks.js";
+import { callRoutes } from "./routes/calls.js";
 import { contractRoutes } from "./routes/contracts.js";
+import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { nftRoutes } from "./routes/nfts.js";
 import { sqlRoutes } from "./routes/sql.js";
@@ -234,6 +236,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			txRoutes(scoped, ctx);
 			blockRoutes(scoped, ctx);
 			contractRoutes(scoped, ctx);
+			eventRoutes(scoped, ctx);
+			callRoutes(scoped, ctx);
 			balancesRoutes(scoped, ctx);
 			nftRoutes(scoped, ctx);
 			sqlRoutes(scoped, ctx, { enabled: opts.sql?.enabled ?? false, limits: sqlLimits });

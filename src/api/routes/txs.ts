@@ -8,7 +8,7 @@ import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
 import { describedAs } from "../params/param-docs.js";
 import { booleanParam, chainParams, hashParam } from "../params/params.js";
-import { requireTraces } from "./contracts.js";
+import { requireTraces } from "./require-traces.js";
 
 const txParams = chainParams.extend({ transaction_hash: describedAs(hashParam, "The transaction's hash.") });
 
