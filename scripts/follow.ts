@@ -22,7 +22,7 @@
  */
 import { parseArgs } from "node:util";
 import { startStatusServer } from "../src/api/status-server.js";
-import { DEFAULT_DELETE_GRACE_MS } from "../src/follow/follower.js";
+import { DEFAULT_DELETE_GRACE_MS } from "../src/follow/follower-options.js";
 import { checkFollowChains, parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { openBucket } from "../src/remote/bucket.js";
 import { startPublishing } from "../src/remote/publisher.js";

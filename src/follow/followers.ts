@@ -5,8 +5,9 @@ import type { LakeSettings } from "../store/delta/lake-export.js";
 import { parseChainId } from "../util/chain.js";
 import { UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
-import { createFollower, wrongChainError } from "./follower.js";
+import { createFollower } from "./follower.js";
 import type { FollowSource } from "./follower-stats.js";
+import { wrongChainError } from "./wrong-chain-error.js";
 
 export interface FollowSpec {
 	chain: string;
