@@ -1,7 +1,7 @@
 /**
  * The SQL endpoint's cost on a lake: `npm run bench:sql -- --data-dir /path/to/synth-M [--chain eip155-1] [--n 20]`.
  * Times `--n` requests of each statement through POST /{chain}/v1/sql (real HTTP on a loopback
- * socket; each statement in a DuckDB instance of its own, query/user-sql.ts) and the same
+ * socket; each statement in a DuckDB instance of its own, query/sql/user-sql.ts) and the same
  * statement on one DuckDB instance kept open with the same views (what `npm run sql` does), so
  * the difference is the per-statement instance: its making, lockdown and views. Prints p50/p90.
  */

@@ -12,7 +12,7 @@
  * --delete-grace-ms: how long replaced (compacted, reorged-out) files stay for readers still on them.
  * --delta*: the Delta Lake export (README "Reading the lake from other engines"); kept in the manifest.
  * --status-port <n> (CHAINLAKE_STATUS_PORT): /healthz, /readyz and /metrics of the followers on
- *   that port (follow/status-server.ts); off by default. The API processes show the same figures
+ *   that port (api/status-server.ts); off by default. The API processes show the same figures
  *   from the status file each follower writes.
  * --publish-to s3://bucket/prefix (CHAINLAKE_PUBLISH_TO): publish the followed chains' files and
  *   manifests to a bucket after each step, for readers started with --data-url (remote/publisher.ts);
@@ -21,9 +21,9 @@
  * second one exits at once.
  */
 import { parseArgs } from "node:util";
-import { DEFAULT_DELETE_GRACE_MS } from "../src/follow/follower.js";
+import { startStatusServer } from "../src/api/status-server.js";
+import { DEFAULT_DELETE_GRACE_MS } from "../src/follow/follower-options.js";
 import { checkFollowChains, parseFollowSpec, startFollowers } from "../src/follow/followers.js";
-import { startStatusServer } from "../src/follow/status-server.js";
 import { openBucket } from "../src/remote/bucket.js";
 import { startPublishing } from "../src/remote/publisher.js";
 import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../src/store/delta/lake-flags.js";

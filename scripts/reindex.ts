@@ -11,10 +11,9 @@
  * lock, a bad chain id) go through src/util/cli.ts: the message says what to do; no stack.
  */
 import { parseArgs } from "node:util";
-import { chainsIn } from "../src/query/views.js";
 import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../src/store/delta/lake-flags.js";
 import { reindexChain } from "../src/store/repair/reindex.js";
-import { parseChainId } from "../src/util/chain.js";
+import { chainsIn, parseChainId } from "../src/util/chain.js";
 import { startCli, usageError, userInput } from "../src/util/cli.js";
 
 const USAGE = `usage: npm run reindex -- [--data-dir data] [--chain eip155-<n> ...] [--compact-rows N] [delta flags]

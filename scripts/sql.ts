@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { chainsIn, viewsSql } from "../src/query/views.js";
+import { viewsSql } from "../src/query/views.js";
+import { chainsIn } from "../src/util/chain.js";
 import { demoDir, readFolder, startCli, usageError } from "../src/util/cli.js";
 
 const USAGE = `usage: npm run sql -- [--data-dir data] [--chain eip155-<n>] [-c "<query>"]

@@ -6,11 +6,10 @@
  * `--restore-manifest` puts a damaged manifest's previous generation back first (see README).
  */
 import { parseArgs } from "node:util";
-import { chainsIn } from "../src/query/views.js";
 import { readManifestSafe } from "../src/store/format/manifest.js";
 import { damagedRanges, repairCommand, restoreManifest, verifyChain } from "../src/store/repair/verify.js";
 import { checkRuns, runRepairCommand } from "../src/store/repair/verify-runs.js";
-import { isChainId } from "../src/util/chain.js";
+import { chainsIn, isChainId } from "../src/util/chain.js";
 import { runCli } from "../src/util/cli.js";
 import { UserInputError } from "../src/util/errors.js";
 

@@ -8,32 +8,35 @@ import Fastify, {
 	LogController,
 } from "fastify";
 import { validatorCompiler } from "fastify-type-provider-zod";
+import type { FollowSource } from "../follow/follower-stats.js";
 import { DamagedDataError } from "../query/damaged-data-error.js";
 import { TooManyChangesError } from "../query/deltas.js";
 import { QueryTimeoutError } from "../query/query-timeout-error.js";
+import { DEFAULT_SQL_LIMITS, type SqlLimits } from "../query/sql/sql-limits.js";
 import type { Store } from "../query/store.js";
 import { UnavailableError } from "../query/unavailable-error.js";
-import { DEFAULT_SQL_LIMITS, type SqlLimits } from "../query/user-sql.js";
 import type { RemoteStatus } from "../remote/remote-lake.js";
+import { stringifyExact } from "./answers/records.js";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "./answers/send-list.js";
 import { authenticate } from "./auth.js";
 import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
 import { httpCache } from "./http-cache.js";
 import type { Keyring } from "./keys.js";
-import { createMetrics, type FollowSource } from "./metrics.js";
-import { paramDocsTransform } from "./param-docs.js";
+import { createMetrics } from "./metrics.js";
+import { paramDocsTransform } from "./params/param-docs.js";
 import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./rate-limit.js";
-import { stringifyExact } from "./records.js";
 import { addressRoutes } from "./routes/address.js";
 import { balancesRoutes } from "./routes/balances.js";
 import { blockRoutes } from "./routes/blocks.js";
+import { callRoutes } from "./routes/calls.js";
 import { contractRoutes } from "./routes/contracts.js";
+import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { nftRoutes } from "./routes/nfts.js";
 import { sqlRoutes } from "./routes/sql.js";
 import { txRoutes } from "./routes/txs.js";
 import { securityHeaders } from "./security-headers.js";
-import { DEFAULT_MAX_RESPONSE_BYTES } from "./send-list.js";
 import { DEFAULT_TIMEOUTS, type ServerTimeouts, timeoutOptions } from "./server-timeouts.js";
 
 export interface AppOptions {
@@ -128,7 +131,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			},
 			security: [{ bearer: [] }, { basic: [] }],
 		},
-		// Parameters typed and described (param-docs.ts), not as the strings the zod schemas parse.
+		// Parameters typed and described (params/param-docs.ts), not as the strings the zod schemas parse.
 		transform: paramDocsTransform,
 	});
 	await app.register(swaggerUi, { routePrefix: "/docs" });
@@ -237,6 +240,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			txRoutes(scoped, ctx);
 			blockRoutes(scoped, ctx);
 			contractRoutes(scoped, ctx);
+			eventRoutes(scoped, ctx);
+			callRoutes(scoped, ctx);
 			balancesRoutes(scoped, ctx);
 			nftRoutes(scoped, ctx);
 			sqlRoutes(scoped, ctx, { enabled: opts.sql?.enabled ?? false, limits: sqlLimits });

@@ -1,9 +1,10 @@
 import type { FastifyBaseLogger } from "fastify";
+import type { FollowSource } from "../follow/follower-stats.js";
 import type { Snapshot, Store } from "../query/store.js";
 import type { RemoteStatus } from "../remote/remote-lake.js";
 import { notFound } from "./errors.js";
 import type { Keyring } from "./keys.js";
-import type { FollowSource, Metrics } from "./metrics.js";
+import type { Metrics } from "./metrics.js";
 import type { RateLimiter } from "./rate-limit.js";
 
 /** What every route needs, handed to the route plugins once. */

@@ -1,17 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { FollowerStats } from "../follow/follower.js";
-import { type LakeExportStatus, lakeExportStatus } from "../store/format/manifest.js";
+import type { FollowerStats, FollowSource } from "../follow/follower-stats.js";
+import { type LakeExportStatus, lakeExportStatus } from "../store/delta/save-manifest.js";
 
 /** Latency buckets in seconds: a point lookup should land in the first few. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-
-/** What a follower exposes for /metrics and /readyz. */
-export interface FollowSource {
-	stats: FollowerStats;
-	rpcErrors: Record<string, number>;
-	/** The Delta Lake export's failures, where they are another process's (its status file). */
-	deltaExport?: LakeExportStatus;
-}
 
 type Heads = Map<string, { block: number; timestamp: number | null } | null>;
 
@@ -124,7 +116,7 @@ export function createMetrics() {
 			latency.observe({ route }, seconds);
 		},
 		/** The Prometheus text of everything, with these followers and stored heads (a null
-		 * timestamp, a writer's own view in follow/status-server.ts, skips the lag in seconds). */
+		 * timestamp, a writer's own view in api/status-server.ts, skips the lag in seconds). */
 		async render(source: Map<string, FollowSource>, stored: Heads): Promise<string> {
 			followers = source;
 			heads = stored;

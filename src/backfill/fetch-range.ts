@@ -1,7 +1,8 @@
-import { extractBlock, type TraceFormat } from "../extract/extract-block.js";
+import { extractBlock } from "../extract/extract-block.js";
 import { DATASETS, type DatasetRows } from "../extract/rows.js";
 import { BlockUnavailableError, ethGetBlockHash, fetchBlockBundle, type NodeCapabilities } from "../rpc/actions.js";
 import type { RpcClient } from "../rpc/client.js";
+import type { TraceFormat } from "../rpc/types.js";
 import { ConsistencyError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 

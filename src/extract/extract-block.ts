@@ -1,4 +1,4 @@
-import type { GethTxTrace, ParityTrace, RpcBlock, RpcReceipt } from "../rpc/types.js";
+import type { BlockBundle, RawTraces, RpcBlock, RpcReceipt } from "../rpc/types.js";
 import { ConsistencyError } from "../util/errors.js";
 import { decodeBlock } from "./blocks.js";
 import { deriveContractCreations, deriveSelfDestructs } from "./contracts.js";
@@ -9,18 +9,6 @@ import { placeFrames } from "./trace-frame.js";
 import { decodeGethTraces } from "./traces-geth.js";
 import { decodeParityTraces } from "./traces-parity.js";
 import { decodeLogs, decodeTransaction } from "./transactions.js";
-
-export type TraceFormat = "parity" | "geth";
-
-export type RawTraces = { format: "parity"; data: ParityTrace[] } | { format: "geth"; data: GethTxTrace[] };
-
-/** Everything the node said about one block. */
-export interface BlockBundle {
-	block: RpcBlock;
-	/** In transaction order. */
-	receipts: RpcReceipt[];
-	traces: RawTraces | null;
-}
 
 /**
  * Turns one block's RPC responses into rows of every dataset, after checking that they

@@ -1,4 +1,3 @@
-import type { FollowSource } from "../api/metrics.js";
 import { ethChainId } from "../rpc/actions.js";
 import { createRpcClient } from "../rpc/client.js";
 import type { TraceMode } from "../rpc/detect-traces.js";
@@ -6,7 +5,9 @@ import type { LakeSettings } from "../store/format/records.js";
 import { parseChainId } from "../util/chain.js";
 import { UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
-import { createFollower, wrongChainError } from "./follower.js";
+import { createFollower } from "./follower.js";
+import type { FollowSource } from "./follower-stats.js";
+import { wrongChainError } from "./wrong-chain-error.js";
 
 export interface FollowSpec {
 	chain: string;

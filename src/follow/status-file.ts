@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
-import type { FollowSource } from "../api/metrics.js";
+import { lakeExportStatus } from "../store/delta/save-manifest.js";
 import { chainDir, statusPath } from "../store/format/layout.js";
-import { lakeExportStatus } from "../store/format/manifest.js";
+import type { FollowSource } from "./follower-stats.js";
 
 /*
  * One writer, many readers: the follower that holds a chain's write lock says how it is doing

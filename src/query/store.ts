@@ -29,12 +29,13 @@ import {
 	type RankEntry,
 	type RankTable,
 } from "../store/format/records.js";
+import { SETTLE_DEPTH } from "../store/format/run-lookup.js";
 import { SCHEMAS } from "../store/format/schema.js";
 import { RANK_COLUMNS, RANK_ROW_GROUP_SIZE, usableRanks } from "../store/holdings/holder-ranks.js";
 import { type KeyFilter, loadKeyFilter } from "../store/indexes/key-filter.js";
 import { indexFiles, isIndexed, listedPaths } from "../store/indexes/listing.js";
-import { SETTLE_DEPTH } from "../store/indexes/runs.js";
 import { isFileError, parquetShape } from "../store/repair/verify.js";
+import { chainsIn } from "../util/chain.js";
 import { sqlString as quote } from "../util/sql-string.js";
 import {
 	DamagedDataError,
@@ -45,7 +46,6 @@ import {
 import { lockDown } from "./lock-down.js";
 import { QueryTimeoutError } from "./query-timeout-error.js";
 import { UnavailableError } from "./unavailable-error.js";
-import { chainsIn } from "./views.js";
 
 export type Row = Record<string, unknown>;
 export type Params = Record<string, DuckDBValue>;

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { DATASETS, type DatasetName } from "../extract/rows.js";
 import { manifestPath } from "../store/format/layout.js";
@@ -61,13 +61,4 @@ export function viewsSql(dataDir: string, chainId: string): string {
 		);
 	}
 	return `${lines.join("\n")}\n`;
-}
-
-/** Chains present in a data folder (sub-folders named eip155-<n>). */
-export function chainsIn(dataDir: string): string[] {
-	if (!existsSync(dataDir)) return [];
-	return readdirSync(dataDir, { withFileTypes: true })
-		.filter((e) => e.isDirectory() && /^eip155-\d+$/.test(e.name))
-		.map((e) => e.name)
-		.sort();
 }

@@ -1,8 +1,7 @@
-import type { BlockBundle, RawTraces, TraceFormat } from "../extract/extract-block.js";
 import { ConsistencyError } from "../util/errors.js";
 import { hexToNumber } from "../util/hex.js";
 import { type RpcClient, RpcError } from "./client.js";
-import type { GethTxTrace, ParityTrace, RpcBlock, RpcReceipt } from "./types.js";
+import type { BlockBundle, GethTxTrace, ParityTrace, RawTraces, RpcBlock, RpcReceipt, TraceFormat } from "./types.js";
 
 const toHex = (n: number) => `0x${n.toString(16)}`;
 

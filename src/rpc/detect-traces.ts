@@ -1,8 +1,8 @@
-import type { TraceFormat } from "../extract/extract-block.js";
 import { ConsistencyError, UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 import { getBlockTraces } from "./actions.js";
 import { type RpcClient, RpcError } from "./client.js";
+import type { TraceFormat } from "./types.js";
 
 /** Answers of null for the probe block tolerated before the probe fails. */
 const PROBE_ATTEMPTS = 6;

@@ -139,3 +139,16 @@ export interface GethTxTrace {
 	result?: GethCallFrame;
 	error?: string;
 }
+
+/** The trace API a node serves: Parity's trace_block, or geth's debug_traceBlockByNumber (callTracer). */
+export type TraceFormat = "parity" | "geth";
+
+export type RawTraces = { format: "parity"; data: ParityTrace[] } | { format: "geth"; data: GethTxTrace[] };
+
+/** Everything the node said about one block. */
+export interface BlockBundle {
+	block: RpcBlock;
+	/** In transaction order. */
+	receipts: RpcReceipt[];
+	traces: RawTraces | null;
+}

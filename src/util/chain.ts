@@ -1,3 +1,4 @@
+import { existsSync, readdirSync } from "node:fs";
 import { UserInputError } from "./errors.js";
 
 /** A chain as named in paths and data folders: `eip155-<chain number>`. */
@@ -22,4 +23,13 @@ export function parseChainId(value: string): ChainRef {
 		);
 	}
 	return { id: value, number: n };
+}
+
+/** Chains present in a data folder (sub-folders named eip155-<n>). */
+export function chainsIn(dataDir: string): string[] {
+	if (!existsSync(dataDir)) return [];
+	return readdirSync(dataDir, { withFileTypes: true })
+		.filter((e) => e.isDirectory() && /^eip155-\d+$/.test(e.name))
+		.map((e) => e.name)
+		.sort();
 }

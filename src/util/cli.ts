@@ -16,7 +16,7 @@
  */
 import { mkdirSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { chainsIn } from "../query/views.js";
+import { chainsIn } from "./chain.js";
 import { diskFullError, isDiskFull } from "./disk-full.js";
 import { ChainlakeError, UserInputError } from "./errors.js";
 

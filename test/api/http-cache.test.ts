@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadManifest, saveManifest } from "../../src/store/format/manifest.js";
+import { saveManifest } from "../../src/store/delta/save-manifest.js";
+import { loadManifest } from "../../src/store/format/manifest.js";
 import { openViews } from "../helpers/anvil-chain.js";
 import { type ApiFixture, AUTH, startApiOnWorkload } from "../helpers/api.js";
 

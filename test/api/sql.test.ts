@@ -15,7 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { SQL_FLAG_OPTIONS, sqlFlags } from "../../src/api/sql-flags.js";
-import { DEFAULT_SQL_LIMITS, type SqlLimits, sqlSlots } from "../../src/query/user-sql.js";
+import { DEFAULT_SQL_LIMITS, type SqlLimits } from "../../src/query/sql/sql-limits.js";
+import { sqlSlots } from "../../src/query/sql/sql-slots.js";
 import { type ApiFixture, AUTH, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
 
 let f: ApiFixture;

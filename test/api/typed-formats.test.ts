@@ -6,8 +6,9 @@
  */
 import { type DataType, Type, tableFromIPC } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ColumnKind, columnKind, flattenItem, isDeclared } from "../../src/api/list-columns.js";
-import { stringifyExact } from "../../src/api/records.js";
+import { columnKind, flattenItem, isDeclared } from "../../src/api/answers/list-columns.js";
+import { stringifyExact } from "../../src/api/answers/records.js";
+import type { ColumnKind } from "../../src/query/sql/result-columns.js";
 import { type ApiFixture, AUTH, startApiOnWorkload } from "../helpers/api.js";
 
 let f: ApiFixture;

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStore, type Store } from "../../src/query/store.js";
-import { loadManifest, saveManifest } from "../../src/store/format/manifest.js";
+import { saveManifest } from "../../src/store/delta/save-manifest.js";
+import { loadManifest } from "../../src/store/format/manifest.js";
 
 /**
  * Snapshot.memo keeps an answer while the chain's manifest stays the same (the listed files never

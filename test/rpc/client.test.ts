@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { createRpcClient, RpcError, redactUrl } from "../../src/rpc/client.js";
+import { createRpcClient, RpcError } from "../../src/rpc/client.js";
+import { redactUrl } from "../../src/rpc/redact-url.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { deadUrl, startScriptedRpc } from "../helpers/scripted-rpc.js";
 

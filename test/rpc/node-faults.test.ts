@@ -2,9 +2,11 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { compareBlockHash } from "../../src/rpc/actions.js";
-import { classify, createRpcClient, nodeStatus, RpcError } from "../../src/rpc/client.js";
+import { classify } from "../../src/rpc/classify-error.js";
+import { createRpcClient, RpcError } from "../../src/rpc/client.js";
 import { detectTraceFormat } from "../../src/rpc/detect-traces.js";
 import { JsonRpcCallError } from "../../src/rpc/http-batch.js";
+import { nodeStatus } from "../../src/rpc/rpc-health.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { deadUrl, startScriptedRpc } from "../helpers/scripted-rpc.js";
 

@@ -9,16 +9,11 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { createStore } from "../../src/query/store.js";
+import { saveManifest } from "../../src/store/delta/save-manifest.js";
 import { createParquetWriter, parquetCopyOptions } from "../../src/store/files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "../../src/store/format/indexes.js";
 import { partitionPath } from "../../src/store/format/layout.js";
-import {
-	GHOST_DATASET,
-	loadManifest,
-	nextGeneration,
-	rankFiles,
-	saveManifest,
-} from "../../src/store/format/manifest.js";
+import { GHOST_DATASET, loadManifest, nextGeneration, rankFiles } from "../../src/store/format/manifest.js";
 import { type GhostEntry, type Manifest, METADATA_TABLES } from "../../src/store/format/records.js";
 import { NONCE, SCHEMAS } from "../../src/store/format/schema.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";

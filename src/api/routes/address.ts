@@ -3,20 +3,20 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { findWalletTransactions, logsOfTransactions } from "../../query/transactions.js";
 import { findTransfers } from "../../query/transfers.js";
-import { type ApiContext, openChain } from "../context.js";
-import { badRequest } from "../errors.js";
-import { envelope, pageOf } from "../list-reply.js";
-import { describedAs, documented } from "../param-docs.js";
-import { addressList, addressParam, assetTypes, booleanParam, CHAIN_ID, listQuery } from "../params.js";
-import { resolveRange } from "../range.js";
+import { envelope, pageOf } from "../answers/list-reply.js";
 import {
 	TRANSACTION_COLUMNS,
 	TRANSACTION_WITH_LOGS_COLUMNS,
 	TRANSFER_COLUMNS,
 	transactionRecord,
 	transferRecord,
-} from "../records.js";
-import { sendList } from "../send-list.js";
+} from "../answers/records.js";
+import { sendList } from "../answers/send-list.js";
+import { type ApiContext, openChain } from "../context.js";
+import { badRequest } from "../errors.js";
+import { describedAs, documented } from "../params/param-docs.js";
+import { addressList, addressParam, assetTypes, booleanParam, CHAIN_ID, listQuery } from "../params/params.js";
+import { resolveRange } from "../params/range.js";
 
 const direction = (description: string) =>
 	documented(z.enum(["incoming", "outgoing"], { error: "must be incoming or outgoing" }), {

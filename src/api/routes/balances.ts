@@ -5,13 +5,13 @@ import { nativeBalance, tokenBalances, tokenBalancesPage } from "../../query/bal
 import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../query/holders.js";
 import { type TokenMeta, tokenMetas } from "../../query/tokens.js";
 import { PARTS, withDecimals } from "../../store/format/amounts.js";
+import { asOfEnvelope, DEFAULT_LIMIT } from "../answers/list-reply.js";
+import { sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError, badRequest } from "../errors.js";
-import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
-import { asOfEnvelope, DEFAULT_LIMIT } from "../list-reply.js";
-import { describedAs } from "../param-docs.js";
-import { addressParam, EXAMPLE } from "../params.js";
-import { sendList } from "../send-list.js";
+import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../params/holdings-params.js";
+import { describedAs } from "../params/param-docs.js";
+import { addressParam, EXAMPLE } from "../params/params.js";
 
 /*
  * The Balances API of the service we are compatible with (docs/api-contract.md §8), under
@@ -30,7 +30,7 @@ const tokenInfo = (address: string, meta: TokenMeta | undefined) => ({
 	estimated_usd_price: NO_PRICE,
 });
 
-/** The columns of each list in CSV and Arrow answers (api/list-columns.ts). */
+/** The columns of each list in CSV and Arrow answers (api/answers/list-columns.ts). */
 const AMOUNT = ["seen_at_block_number", "value_raw", "value_calculated", "estimated_usd_value"];
 const TOKEN_BALANCE_COLUMNS = [
 	"id",

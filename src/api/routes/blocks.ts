@@ -2,15 +2,15 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { findBlockByHash, findGhostBlock, latestBlock, listBlocks } from "../../query/blocks.js";
+import { DEFAULT_LIMIT, envelope } from "../answers/list-reply.js";
+import { BLOCK_COLUMNS, blockRecord } from "../answers/records.js";
+import { sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
 import { immutableUpTo } from "../http-cache.js";
-import { DEFAULT_LIMIT, envelope } from "../list-reply.js";
-import { describedAs } from "../param-docs.js";
-import { chainParams, EXAMPLE, hashParam, listQuery } from "../params.js";
-import { headBlock, resolveRange } from "../range.js";
-import { BLOCK_COLUMNS, blockRecord } from "../records.js";
-import { sendList } from "../send-list.js";
+import { describedAs } from "../params/param-docs.js";
+import { chainParams, EXAMPLE, hashParam, listQuery } from "../params/params.js";
+import { headBlock, resolveRange } from "../params/range.js";
 
 export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from "fastify";
+import type { FollowSource } from "../../follow/follower-stats.js";
 import { readStatus, staleAfterMs } from "../../follow/status-file.js";
 import { latestBlock } from "../../query/blocks.js";
-import { nodeStatus } from "../../rpc/client.js";
-import { lakeExportStatus, readManifestSafe } from "../../store/format/manifest.js";
+import { nodeStatus } from "../../rpc/rpc-health.js";
+import { lakeExportStatus } from "../../store/delta/save-manifest.js";
+import { readManifestSafe } from "../../store/format/manifest.js";
 import type { ApiContext } from "../context.js";
 import { errorBody } from "../errors.js";
-import type { FollowSource } from "../metrics.js";
 
 /** Stored head per chain: block number and timestamp, or null when nothing is stored. */
 async function storedHeads(ctx: ApiContext) {

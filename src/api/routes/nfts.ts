@@ -8,223 +8,37 @@ import type { Row, Snapshot } from "../../query/store.js";
 import { type TokenMeta, tokenMetas, tokenUris } from "../../query/tokens.js";
 import { findTransfers, type TransferFilter } from "../../query/transfers.js";
 import { amountOf, LIMBS } from "../../store/format/amounts.js";
+import { asOfEnvelope, DEFAULT_LIMIT } from "../answers/list-reply.js";
+import { sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
-import { badRequest, notFound } from "../errors.js";
-import { asOf, asOfBlockParam, chainParam, NO_PRICE, pageQuery } from "../holdings-params.js";
-import { asOfEnvelope, DEFAULT_LIMIT, pageOf } from "../list-reply.js";
-import { describedAs, documented } from "../param-docs.js";
-import { addressParam, booleanParam, EXAMPLE, type ListQuery, listQuery } from "../params.js";
-import { type ResolvedRange, resolveRange } from "../range.js";
-import { sendList } from "../send-list.js";
-import { tokenContent } from "../token-uri.js";
+import { notFound } from "../errors.js";
+import { asOf, asOfBlockParam, NO_PRICE, pageQuery } from "../params/holdings-params.js";
+import { listQuery } from "../params/params.js";
+import { resolveRange } from "../params/range.js";
+import { historyItems, historyPage, historyReply, moved } from "./nft-history.js";
+import { arrivalOf, collection, contents, HISTORY_COLUMNS, INVENTORY_COLUMNS, OWNER_COLUMNS } from "./nft-items.js";
+import {
+	ADDRESS,
+	collectionPath,
+	contractFilter,
+	ID,
+	parseOffset,
+	supplemental,
+	tokenPath,
+	walletPath,
+} from "./nft-params.js";
 
 /*
  * The NFT API of the service we are compatible with (docs/api-contract.md §9), under
  * {base}/nft/{chain_id}/v1: what an address holds, a collection's owners, transfer histories,
  * a token's and a collection's metadata. Holdings come from the nft_balances/nft_holders indexes
  * (query/nfts.ts) as of any block; metadata from what the writers read from the node
- * (store/token-metadata.ts). No price source: sale_price is null.
+ * (store/token-metadata.ts). No price source: sale_price is null. The routes' parameters are in
+ * nft-params.ts, the parts of their items in nft-items.ts, the transfer histories in nft-history.ts.
  */
-
-// A uint256 in decimal: a string of digits, as a JSON number would round it past 2^53.
-const tokenIdParam = documented(z.string().regex(/^\d{1,78}$/, "must be a token id: a decimal number"), {
-	schema: { type: "string", pattern: "^\\d{1,78}$" },
-	description: "The token id, in decimal (a uint256: up to 78 digits).",
-	example: "5340",
-});
-const supplemental = {
-	metadata: describedAs(
-		booleanParam,
-		"`true`: fill each item's `metadata` (the token URI and, for a `data:` URI, its content).",
-	).optional(),
-	sale_price: describedAs(booleanParam, "Accepted; `sale_price` is always null (no price source).").optional(),
-};
-/** Only this collection's tokens: inventory and an address's history. */
-const contractFilter = () =>
-	describedAs(addressParam, "Only tokens of this collection.", { example: EXAMPLE.collection });
-const walletPath = () => z.object({ chain_id: chainParam, address: describedAs(addressParam, "The wallet.") });
-const collectionParam = () =>
-	describedAs(addressParam, "The collection's contract (ERC-721 or ERC-1155).", { example: EXAMPLE.collection });
-const collectionPath = () => z.object({ chain_id: chainParam, address: collectionParam() });
-const tokenPath = () => z.object({ chain_id: chainParam, address: collectionParam(), token_id: tokenIdParam });
-
-const collection = (address: string, meta: TokenMeta | undefined, standard?: string) => ({
-	address,
-	standard: meta?.standard ?? standard ?? "unknown",
-	name: meta?.name ?? null,
-	symbol: meta?.symbol ?? null,
-});
-
-/** The columns of each list in CSV and Arrow answers (api/list-columns.ts). */
-const COLLECTION = ["collection.address", "collection.standard", "collection.name", "collection.symbol"];
-const ARRIVAL = [
-	"transfer.block_number",
-	"transfer.block_timestamp",
-	"transfer.tx_hash",
-	"transfer.sender",
-	"transfer.origin",
-];
-const INVENTORY_COLUMNS = ["id", "token_id", "amount", ...COLLECTION, ...ARRIVAL, "metadata", "sale_price"];
-const OWNER_COLUMNS = [
-	"id",
-	"token_id",
-	"owner",
-	"amount",
-	...ARRIVAL,
-	"transfer.owner",
-	"transfer.from",
-	"transfer.to",
-	"metadata",
-	"sale_price",
-];
-const HISTORY_COLUMNS = [
-	"id",
-	"token_id",
-	"amount",
-	...COLLECTION,
-	"metadata",
-	...["block_number", "block_timestamp", "tx_hash", "from", "to", "origin", "owner"].map((c) => `transfer.${c}`),
-	"sale_price",
-];
-
-/** The `metadata` objects of (contract, id) pairs, when the client asked for them. */
-async function contents(db: Snapshot, wanted: boolean | undefined, pairs: { contract: string; tokenId: string }[]) {
-	const out = new Map<string, Awaited<ReturnType<typeof tokenContent>>>();
-	if (!wanted) return out;
-	const uris = await tokenUris(db, pairs);
-	for (const p of pairs) {
-		const key = `${p.contract}:${p.tokenId}`;
-		if (!out.has(key)) out.set(key, await tokenContent(uris.get(key), p.tokenId));
-	}
-	return out;
-}
-
-/** `a_b` of a holdings page's last item → [a, b], checked. */
-function parseOffset(offset: string | undefined, first: RegExp, second: RegExp): [string, string] | undefined {
-	if (offset === undefined) return undefined;
-	const [a = "", b = "", ...rest] = offset.split("_");
-	if (rest.length > 0 || !first.test(a) || !second.test(b))
-		throw badRequest("INVALID_OFFSET", "offset must be the next_offset of the previous page");
-	return [a, b];
-}
-const ADDRESS = /^0x[0-9a-f]{40}$/;
-const ID = /^\d{1,78}$/;
-
-/** One NFT moved by a transfers row: a TransferBatch row moves several, item `index` of them. */
-interface Moved {
-	row: Row;
-	tokenId: string;
-	amount: string;
-	index: number;
-	/** How many the row moves. */
-	of: number;
-}
-
-/** The NFTs a transfers row moves (only those of id `only`, if given). */
-function moved(r: Row, only?: string): Moved[] {
-	const ids = (r.batch_token_ids as string[] | null) ?? null;
-	if (!ids) return [{ row: r, tokenId: String(r.token_id), amount: String(r.value ?? "1"), index: 0, of: 1 }];
-	const values = (r.batch_values as string[]) ?? [];
-	return ids
-		.map((tokenId, index) => ({ row: r, tokenId, amount: String(values[index] ?? "0"), index, of: ids.length }))
-		.filter((x) => only === undefined || x.tokenId === only);
-}
-
-/** An item's id: its row's, with `:<index>` for an item of a TransferBatch row. */
-const movedId = (m: Moved) => (m.of > 1 ? `${m.row.id}:${m.index}` : String(m.row.id));
-
-/** The id just before (asc) or after (desc) `id` in id order: item ids are one 28-digit hex number. */
-function neighbourId(id: string, order: "asc" | "desc"): string | undefined {
-	const n = BigInt(`0x${id.replaceAll("-", "")}`) + (order === "asc" ? -1n : 1n);
-	if (n < 0n) return undefined;
-	const hex = n.toString(16).padStart(28, "0");
-	return `${hex.slice(0, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-const HISTORY_OFFSET = /^([0-9a-f]{16}-[0-9a-f]{4}-[0-9a-f]{8})(?::(\d{1,6}))?$/;
-
-/**
- * A page of NFT history: transfers rows matching `f` expanded to one item per NFT moved, exactly
- * `limit` items while more follow. A page may end inside a TransferBatch row: its next_offset is
- * then `<row id>:<index>`, and the next page starts at that row's following item.
- */
-async function historyPage(
-	db: Snapshot,
-	f: TransferFilter,
-	q: ListQuery,
-	range: ResolvedRange,
-	only?: string,
-): Promise<{ items: Moved[]; hasMore: boolean; next: string | null }> {
-	const m = q.offset === undefined ? null : HISTORY_OFFSET.exec(q.offset);
-	if (q.offset !== undefined && !m)
-		throw badRequest("INVALID_OFFSET", "offset must be the next_offset of the previous page");
-	const page = pageOf({ ...q, offset: undefined }, range);
-	const [resumeRow, resumeAt] = m ? [m[1] as string, m[2] === undefined ? null : Number(m[2])] : [null, null];
-	// Resuming inside a row: read from that row itself.
-	let after: string | undefined =
-		resumeRow === null ? undefined : resumeAt === null ? resumeRow : neighbourId(resumeRow, page.order);
-	const items: Moved[] = [];
-	let more = true;
-	while (more && items.length <= page.limit) {
-		const result = await findTransfers(db, f, { ...page, after });
-		for (const row of result.rows)
-			for (const x of moved(row, only))
-				if (!(resumeAt !== null && row.id === resumeRow && x.index <= resumeAt)) items.push(x);
-		more = result.hasMore;
-		after = result.rows.at(-1)?.id as string | undefined;
-		if (result.rows.length === 0) break;
-	}
-	const kept = items.slice(0, page.limit);
-	const hasMore = items.length > page.limit;
-	const last = kept.at(-1);
-	const next =
-		!hasMore || !last ? null : last.index === last.of - 1 ? String(last.row.id) : `${last.row.id}:${last.index}`;
-	return { items: kept, hasMore, next };
-}
 
 export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 	const r = app.withTypeProvider<ZodTypeProvider>();
-
-	/** History items of NFTs moved, with collection and (if asked) metadata. */
-	async function history(db: Snapshot, items: Moved[], metadata: boolean | undefined) {
-		const metas = await tokenMetas(db, [...new Set(items.map((i) => String(i.row.contract)))]);
-		const content = await contents(
-			db,
-			metadata,
-			items.map((i) => ({ contract: String(i.row.contract), tokenId: i.tokenId })),
-		);
-		return items.map((m) => {
-			const { row, tokenId, amount } = m;
-			return {
-				id: movedId(m),
-				token_id: tokenId,
-				amount,
-				collection: collection(String(row.contract), metas.get(String(row.contract)), String(row.token_standard)),
-				metadata: content.get(`${row.contract}:${tokenId}`) ?? null,
-				transfer: {
-					block_number: Number(row.block_number),
-					block_timestamp: Number(row.block_timestamp),
-					tx_hash: String(row.transaction_hash),
-					from: String(row.sender),
-					to: String(row.recipient),
-					origin: String(row.origin),
-					owner: String(row.recipient),
-				},
-				sale_price: NO_PRICE,
-			};
-		});
-	}
-
-	/** The list answer of a history page. */
-	const historyReply = async (
-		db: Snapshot,
-		range: ResolvedRange,
-		p: Awaited<ReturnType<typeof historyPage>>,
-		metadata?: boolean,
-	) => ({
-		range: { has_more: p.hasMore, start_block: range.start, end_block: range.end, next_offset: p.next },
-		items: await history(db, p.items, metadata),
-	});
 
 	r.get(
 		"/nft/:chain_id/v1/:address/inventory",
@@ -413,7 +227,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 				{ token: contract, assets: ["nft"], tokenId },
 				{ start: 0, end: n, limit: 1, order: "desc" },
 			);
-			const [item] = await history(
+			const [item] = await historyItems(
 				db,
 				last.rows.flatMap((row) => moved(row, tokenId)),
 				true,
@@ -476,16 +290,4 @@ async function nftStandard(db: Snapshot, contract: string, meta: TokenMeta | und
 	);
 	const standard = last.rows[0]?.token_standard;
 	return typeof standard === "string" ? standard : undefined;
-}
-
-/** The inventory's `transfer`: the arrival, or nulls where none was found (cannot happen for a
- * positive holding with its history stored; kept null rather than failing the page). */
-function arrivalOf(a: Arrival | undefined, h: NftHolding) {
-	return {
-		block_number: a?.block_number ?? h.seenAt,
-		block_timestamp: a?.block_timestamp ?? null,
-		tx_hash: a?.transaction_hash ?? null,
-		sender: a?.sender ?? null,
-		origin: a?.origin ?? null,
-	};
 }

@@ -2,20 +2,17 @@ import { tableToIPC } from "apache-arrow";
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import {
-	checkSqlText,
-	runUserSql,
-	type SqlColumn,
-	type SqlLimits,
-	SqlRefusedError,
-	sqlSlots,
-} from "../../query/user-sql.js";
+import type { SqlColumn } from "../../query/sql/result-columns.js";
+import type { SqlLimits } from "../../query/sql/sql-limits.js";
+import { checkSqlText, SqlRefusedError } from "../../query/sql/sql-refusals.js";
+import { sqlSlots } from "../../query/sql/sql-slots.js";
+import { runUserSql } from "../../query/sql/user-sql.js";
+import { stringifyExact } from "../answers/records.js";
+import { arrowTable, csvCell } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { ApiError } from "../errors.js";
-import { documented } from "../param-docs.js";
-import { chainParams } from "../params.js";
-import { stringifyExact } from "../records.js";
-import { arrowTable, csvCell } from "../send-list.js";
+import { documented } from "../params/param-docs.js";
+import { chainParams } from "../params/params.js";
 
 /** The SQL endpoint's settings (scripts/serve.ts: --sql, CHAINLAKE_SQL=1, and a flag per limit). */
 export interface SqlEndpointOptions {
@@ -107,7 +104,7 @@ function encoder(format: Exclude<SqlFormat, "parquet">) {
 /**
  * POST /{chain_id}/v1/sql: one read-only SELECT over the chain's datasets as views (the names of
  * `npm run sql`), answered as JSON, NDJSON, CSV, Arrow or Parquet, under hard limits
- * (query/user-sql.ts). Off unless the operator turns it on: arbitrary SQL is the most expensive
+ * (query/sql/user-sql.ts). Off unless the operator turns it on: arbitrary SQL is the most expensive
  * thing a key can ask for, and it opens every dataset to every key.
  */
 export function sqlRoutes(app: FastifyInstance, ctx: ApiContext, opts: SqlEndpointOptions) {

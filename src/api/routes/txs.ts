@@ -2,14 +2,14 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { callsOfTransaction } from "../../query/contracts.js";
-import { findTransactionWithLogs } from "../../query/transactions.js";
+import { findTransaction, findTransactionWithLogs, logsOfTransactions } from "../../query/transactions.js";
+import { internalCallRecord, logRecord, transactionRecord } from "../answers/records.js";
 import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";
 import { immutableUpTo } from "../http-cache.js";
-import { describedAs } from "../param-docs.js";
-import { booleanParam, chainParams, hashParam } from "../params.js";
-import { internalCallRecord, logRecord, transactionRecord } from "../records.js";
-import { requireTraces } from "./contracts.js";
+import { describedAs } from "../params/param-docs.js";
+import { booleanParam, chainParams, hashParam } from "../params/params.js";
+import { requireTraces } from "./require-traces.js";
 
 const txParams = chainParams.extend({ transaction_hash: describedAs(hashParam, "The transaction's hash.") });
 

@@ -3,7 +3,7 @@ import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEX_NAMES, indexesFor } from "../format/indexes.js";
 import { chunkFiles, nextGeneration } from "../format/manifest.js";
 import type { ChunkEntry, Manifest } from "../format/records.js";
-import { runCovering } from "../indexes/listing.js";
+import { runCovering } from "../format/run-lookup.js";
 import { FAN_IN, levelOf, partitionsOf, settledChunks } from "../indexes/runs.js";
 import { deriveIndexes, mergeChunkDatasets, replaceChunks } from "./chunk-store.js";
 

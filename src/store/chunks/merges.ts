@@ -1,10 +1,10 @@
 import { rm } from "node:fs/promises";
 import type { TokenReader } from "../../rpc/token-reads.js";
+import { saveManifest } from "../delta/save-manifest.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { DEFERRED, INDEX_NAMES, type IndexName, indexesFor } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
-import { saveManifest } from "../format/manifest.js";
 import type { ChunkEntry, Manifest } from "../format/records.js";
 import { metadataDue, metadataStep } from "../holdings/token-metadata.js";
 import { filterPath } from "../indexes/key-filter.js";

@@ -9,8 +9,7 @@ import { partitionFileName, type RangeId } from "../format/layout.js";
 import { GHOST_DATASET } from "../format/manifest.js";
 import type { LakeSettings, Manifest } from "../format/records.js";
 import { METADATA_TABLE_NAMES, RANK_TABLES } from "../format/records.js";
-import { runCovering, runsOf } from "../indexes/listing.js";
-import { SETTLE_DEPTH } from "../indexes/runs.js";
+import { runCovering, runsOf, SETTLE_DEPTH } from "../format/run-lookup.js";
 import {
 	type Action,
 	type AddAction,

@@ -63,7 +63,12 @@ function inKeyOrder(m: Manifest): Manifest {
 	return out as unknown as Manifest;
 }
 
-export async function saveManifest(dataDir: string, m: Manifest): Promise<void> {
+/**
+ * Writes `m` durably in place of the chain's manifest (the previous one kept beside it), with the
+ * next generation. Writers call delta/save-manifest.ts's saveManifest, which also brings the
+ * Delta Lake logs up to date.
+ */
+export async function writeManifest(dataDir: string, m: Manifest): Promise<void> {
 	const path = manifestPath(dataDir, m.chain);
 	await mkdir(dirname(path), { recursive: true });
 	m.chunks.sort((a, b) => a.from - b.from);
@@ -80,40 +85,6 @@ export async function saveManifest(dataDir: string, m: Manifest): Promise<void> 
 	// and are rewritten under the same generation, never a listed one's.
 	m.generation = generation;
 	crashPoint("manifest.saved");
-	await exportLake(dataDir, m);
-}
-
-/** How a chain's Delta Lake export has gone in this process (for /readyz and /metrics). */
-export interface LakeExportStatus {
-	/** Exports that failed since the process started (each retried at the next save). */
-	failures: number;
-	/** The last failure, while the export has not succeeded since. */
-	problem: { at: number; message: string } | null;
-}
-const exportStatus = new Map<string, LakeExportStatus>();
-
-/** The Delta Lake export's status of `chain` in this process (none before its first export). */
-export const lakeExportStatus = (chain: string): LakeExportStatus | undefined => exportStatus.get(chain);
-
-/**
- * The Delta Lake logs follow every save (delta/lake-export.ts). A failed export does not undo
- * the save: the next save (or writer start) exports the state again, and until then every file
- * the logs still list stays on disk. Imported when first needed: the exporter imports this module.
- */
-async function exportLake(dataDir: string, m: Manifest): Promise<void> {
-	const { lakeExporter } = await import("../delta/lake-export.js");
-	const status = exportStatus.get(m.chain) ?? { failures: 0, problem: null };
-	exportStatus.set(m.chain, status);
-	try {
-		await lakeExporter(chainDir(dataDir, m.chain)).export(m);
-		status.problem = null;
-	} catch (err) {
-		const message = (err as Error).message;
-		if (message !== status.problem?.message)
-			process.emitWarning(`Delta Lake export of ${m.chain} failed (retried at the next save): ${message}`);
-		status.failures++;
-		status.problem = { at: Date.now(), message };
-	}
 }
 
 /** The parts of [from, to] that no chunk covers yet. */

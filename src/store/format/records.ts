@@ -1,5 +1,5 @@
-import type { TraceFormat } from "../../extract/extract-block.js";
 import type { DatasetName } from "../../extract/rows.js";
+import type { TraceFormat } from "../../rpc/types.js";
 import type { IndexName } from "./indexes.js";
 import type { RangeId } from "./layout.js";
 

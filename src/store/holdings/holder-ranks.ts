@@ -1,9 +1,10 @@
 import { sqlString } from "../../util/sql-string.js";
+import { saveManifest } from "../delta/save-manifest.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { LIMBS, normalizedPartsSql, PARTS } from "../format/amounts.js";
 import { partPaths } from "../format/key-parts.js";
 import type { RangeId } from "../format/layout.js";
-import { nextGeneration, rankFiles, rankPath, saveManifest } from "../format/manifest.js";
+import { nextGeneration, rankFiles, rankPath } from "../format/manifest.js";
 import { type Manifest, RANKS, type RankEntry, type RankTable, WALLETS } from "../format/records.js";
 import { indexFiles, isIndexed } from "../indexes/listing.js";
 import { settledChunks } from "../indexes/runs.js";

@@ -1,9 +1,10 @@
 import type { TokenReader } from "../../rpc/token-reads.js";
 import { crashPoint } from "../../util/crash-point.js";
 import { sqlString as quote } from "../../util/sql-string.js";
+import { saveManifest } from "../delta/save-manifest.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { partitionPath, stagingDir } from "../format/layout.js";
-import { listedFiles, metadataFiles, nextGeneration, saveManifest } from "../format/manifest.js";
+import { listedFiles, metadataFiles, nextGeneration } from "../format/manifest.js";
 import { type Manifest, METADATA_TABLES, type MetadataEntry } from "../format/records.js";
 import { settledChunks } from "../indexes/runs.js";
 

@@ -3,54 +3,13 @@ import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
 import { chunkFiles, ghostFiles, metadataFiles, rankFiles } from "../format/manifest.js";
 import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, type RunEntry } from "../format/records.js";
+import { perState, runCovering, runsOf, type StateCache } from "../format/run-lookup.js";
 import { filterPath } from "./key-filter.js";
 
 /*
  * Which files hold what, now that an index's rows live in merged runs (runs.ts) and in the own
  * index files of chunks no run covers yet.
  */
-
-/** The runs of `index`, in block order. */
-export const runsOf = (m: Manifest, index: IndexName): RunEntry[] =>
-	(m.runs ?? []).filter((r) => r.index === index).sort((a, b) => a.from - b.from);
-
-/** Values per index, kept for one state of a manifest (`key`, of its generation and sizes). */
-type StateCache<V> = WeakMap<Manifest, { key: string; by: Map<IndexName, V> }>;
-/** `compute()` for `index`, once per state `key` of manifest `m`. */
-function perState<V>(cache: StateCache<V>, m: Manifest, key: string, index: IndexName, compute: () => V): V {
-	let cached = cache.get(m);
-	if (cached?.key !== key) {
-		cached = { key, by: new Map() };
-		cache.set(m, cached);
-	}
-	let value = cached.by.get(index);
-	if (value === undefined) {
-		value = compute();
-		cached.by.set(index, value);
-	}
-	return value;
-}
-
-/**
- * The run of `index` that covers chunk `c`, if any. Asked for every chunk of a hash lookup and of
- * a listing's windows, so the runs are sorted once per manifest state (keyed as layoutOf's) and
- * searched by halves: at 23,000 chunks a scan of every run per chunk would cost more than the query.
- */
-const sortedRuns: StateCache<RunEntry[]> = new WeakMap();
-export function runCovering(m: Manifest, index: IndexName, c: { from: number; to: number }): RunEntry | undefined {
-	const key = `${m.generation ?? 0}\0${m.runs?.length ?? 0}`;
-	const runs = perState(sortedRuns, m, key, index, () => runsOf(m, index));
-	// The last run starting at or before the chunk (runs of one index never overlap).
-	let lo = 0;
-	let hi = runs.length - 1;
-	while (lo < hi) {
-		const mid = (lo + hi + 1) >> 1;
-		if ((runs[mid] as RunEntry).from <= c.from) lo = mid;
-		else hi = mid - 1;
-	}
-	const run = runs[lo];
-	return run && run.from <= c.from && c.to <= run.to ? run : undefined;
-}
 
 /** Whether a chunk's `index` rows can be read (its own file, or a run). */
 export const isIndexed = (m: Manifest, index: IndexName, c: ChunkEntry): boolean =>

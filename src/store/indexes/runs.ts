@@ -1,12 +1,13 @@
 import { crashPoint } from "../../util/crash-point.js";
+import { saveManifest } from "../delta/save-manifest.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexName } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
-import { nextGeneration, saveManifest } from "../format/manifest.js";
+import { nextGeneration } from "../format/manifest.js";
 import type { ChunkEntry, Manifest, RunEntry } from "../format/records.js";
+import { runsOf, SETTLE_DEPTH } from "../format/run-lookup.js";
 import { filterPath, writeKeyFilter } from "./key-filter.js";
-import { runsOf } from "./listing.js";
 
 /*
  * Merged index runs: the per-chunk index files of settled chunks are merged, in the background,
@@ -26,8 +27,6 @@ import { runsOf } from "./listing.js";
 
 /** Runs merged at once: files per index stay under FAN_IN × levels; each row is rewritten once per level. */
 export const FAN_IN = 4;
-/** In a folder no follower keeps (no `final_through`), chunks this far below the tip count as final. */
-export const SETTLE_DEPTH = 64;
 
 /** A unit's level: floor(log_FAN_IN(partitions it spans)). */
 export const levelOf = (partitions: number) => Math.floor(Math.log(partitions) / Math.log(FAN_IN) + 1e-9);

@@ -1,12 +1,13 @@
 import { deriveIndexes } from "../chunks/chunk-store.js";
 import { deleteNow, mergeAll } from "../chunks/merges.js";
 import { applyLakeFlags } from "../delta/lake-flags.js";
+import { saveManifest } from "../delta/save-manifest.js";
 import { acquireWriteLock } from "../files/lock.js";
 import { createParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, REPLACED, writtenWith } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { chainDir, partitionPath } from "../format/layout.js";
-import { loadManifest, saveManifest } from "../format/manifest.js";
+import { loadManifest } from "../format/manifest.js";
 import type { LakeSettings, Manifest } from "../format/records.js";
 import { ranksStep } from "../holdings/holder-ranks.js";
 import { filterPath } from "../indexes/key-filter.js";

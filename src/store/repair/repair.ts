@@ -1,5 +1,5 @@
 import type { Logger } from "../../util/logger.js";
-import { saveManifest } from "../format/manifest.js";
+import { saveManifest } from "../delta/save-manifest.js";
 import type { ChunkEntry, Manifest } from "../format/records.js";
 import { damagedIn } from "./verify.js";
 

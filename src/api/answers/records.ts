@@ -1,4 +1,4 @@
-import type { Row } from "../query/store.js";
+import type { Row } from "../../query/store.js";
 import { columnsOf } from "./list-columns.js";
 
 /**
@@ -220,7 +220,7 @@ export function stringifyExact(value: unknown): string {
 	return marked.replace(/"\\u0000big:(-?\d+)"/g, "$1");
 }
 
-/** Each record shape's columns in CSV and Arrow answers (api/list-columns.ts). */
+/** Each record shape's columns in CSV and Arrow answers (api/answers/list-columns.ts). */
 export const BLOCK_COLUMNS = columnsOf(blockRecord({}));
 export const LOG_COLUMNS = columnsOf(logRecord({}));
 export const TRANSACTION_COLUMNS = columnsOf(transactionRecord({}));

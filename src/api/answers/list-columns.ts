@@ -1,19 +1,11 @@
+import type { ColumnKind } from "../../query/sql/result-columns.js";
+
 /*
  * The columns of list answers in the tabular formats (CSV, Arrow): each list route declares its
- * columns (flattened record fields, `header.gas_used`), and each column has one kind, so an
- * Arrow answer has the same schema on every page, the empty one included, and a CSV answer
- * always has its header row. docs/api-contract.md §5 lists the kinds:
- *   int     Int64: block numbers, indexes, gas, counts; timestamps as Unix seconds
- *   uint64  Uint64: a block's PoW nonce (up to 2^64 - 1)
- *   bool    Bool: transaction and call status, ghost
- *   float   Float64: USD prices and values (null until a price source exists)
- *   text    Utf8: hashes, addresses, hex data, names; uint256 amounts and difficulties as exact
- *           decimal text (a batch transfer's values and ids: a JSON array of them)
- *   json    Utf8 holding JSON: nested lists and objects of free shape (a transaction's logs,
- *           trace addresses, gas_range, NFT metadata), not flattened into columns
+ * columns (flattened record fields, `header.gas_used`), and each column has one kind (ColumnKind,
+ * query/sql/result-columns.ts), so an Arrow answer has the same schema on every page, the empty
+ * one included, and a CSV answer always has its header row.
  */
-
-export type ColumnKind = "int" | "uint64" | "bool" | "float" | "text" | "json";
 
 /** Kinds by full column name, where the last part alone would say otherwise. */
 const BY_PATH: Record<string, ColumnKind> = {

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance } from "fastify";
-import { createMetrics, type FollowSource } from "../api/metrics.js";
-import { nodeStatus } from "../rpc/client.js";
+import type { FollowSource } from "../follow/follower-stats.js";
+import { nodeStatus } from "../rpc/rpc-health.js";
+import { createMetrics } from "./metrics.js";
 
 /**
  * `npm run follow -- --status-port <n>`: the writer's own health over HTTP, for operators and

@@ -1,9 +1,10 @@
 import { Readable } from "node:stream";
 import { Bool, type DataType, Float64, Int64, Table, tableToIPC, Uint64, Utf8, vectorFromArray } from "apache-arrow";
 import type { FastifyReply } from "fastify";
-import { ApiError } from "./errors.js";
-import { immutableUpTo } from "./http-cache.js";
-import { type ColumnKind, columnKind, flattenItem } from "./list-columns.js";
+import type { ColumnKind } from "../../query/sql/result-columns.js";
+import { ApiError } from "../errors.js";
+import { immutableUpTo } from "../http-cache.js";
+import { columnKind, flattenItem } from "./list-columns.js";
 import { stringifyExact } from "./records.js";
 
 /** Default cap on one list answer: 1000 items of the widest records stay well below it. */
@@ -44,7 +45,7 @@ export function listFormat(format: ListFormat | undefined, accept: string | unde
  * the other formats carry one item per line/row and the same state in headers
  * (X-Has-More, X-Next-Offset, X-Start-Block, X-End-Block), so a client pages them alike.
  * The body is built whole first, so one larger than the app's maxResponseBytes is refused with
- * a 400 before anything is sent. `columns`: the route's columns (api/list-columns.ts), which CSV
+ * a 400 before anything is sent. `columns`: the route's columns (api/answers/list-columns.ts), which CSV
  * and Arrow answers carry on every page, the empty one too, each with its one type.
  */
 export function sendList(

@@ -1,6 +1,6 @@
-import { findBlockByHash } from "../query/blocks.js";
-import type { Snapshot } from "../query/store.js";
-import { ApiError, badRequest, notFound } from "./errors.js";
+import { findBlockByHash } from "../../query/blocks.js";
+import type { Snapshot } from "../../query/store.js";
+import { ApiError, badRequest, notFound } from "../errors.js";
 import type { ListQuery } from "./params.js";
 
 export interface ResolvedRange {

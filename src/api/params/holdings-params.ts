@@ -1,7 +1,7 @@
 import { z } from "zod";
-import type { Snapshot } from "../query/store.js";
-import { missingRanges } from "../store/format/manifest.js";
-import { ApiError, badRequest } from "./errors.js";
+import type { Snapshot } from "../../query/store.js";
+import { missingRanges } from "../../store/format/manifest.js";
+import { ApiError, badRequest } from "../errors.js";
 import { describedAs, documented } from "./param-docs.js";
 import { BATCH_SIZE, blockNumberParam, CHAIN_ID, formatParam, limitParam } from "./params.js";
 import { headBlock } from "./range.js";

@@ -1,8 +1,8 @@
-import type { Page } from "../query/list.js";
-import type { Row } from "../query/store.js";
-import { badRequest } from "./errors.js";
-import type { ListQuery } from "./params.js";
-import type { ResolvedRange } from "./range.js";
+import type { Page } from "../../query/list.js";
+import type { Row } from "../../query/store.js";
+import { badRequest } from "../errors.js";
+import type { ListQuery } from "../params/params.js";
+import type { ResolvedRange } from "../params/range.js";
 
 export const DEFAULT_LIMIT = 100;
 const ID = /^[0-9a-f]{16}-[0-9a-f]{4}-[0-9a-f]{8}$/;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { AssetFilter } from "../query/transfers.js";
+import type { AssetFilter } from "../../query/transfers.js";
 import { describedAs, documented, type OpenApiSchema, type ParamDoc } from "./param-docs.js";
 
 /*

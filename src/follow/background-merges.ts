@@ -1,0 +1,75 @@
+import type { metadataSource } from "../rpc/token-reads.js";
+import { headStep, mergeDue, mergeNext } from "../store/chunks/merges.js";
+import { createParquetWriter } from "../store/files/parquet-writer.js";
+import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
+import type { Logger } from "../util/logger.js";
+import type { FollowState } from "./follow-context.js";
+
+/*
+ * The follower's merges (index runs, larger chunks, holder ranks, head deltas) run beside its
+ * steps, with a DuckDB of their own, so head lag never waits for a large merge; only their
+ * commits take turns with the steps.
+ */
+
+/** After a failed merge, the next attempt waits this long. */
+const MERGE_RETRY_MS = 60_000;
+
+export function createBackgroundMerges(opts: {
+	dataDir: string;
+	chainId: string;
+	logger: Logger;
+	metadata: ReturnType<typeof metadataSource>;
+	/** Runs a commit alone, between the steps' own changes of the manifest. */
+	exclusive: <T>(fn: () => Promise<T>) => Promise<T>;
+	retire: (files: string[]) => void;
+	/** The follower has stored up to the node's head. */
+	caughtUp: () => boolean;
+	/** stop() has begun: no merge starts, and the one under way ends after its current step. */
+	stopping: () => boolean;
+}) {
+	const { dataDir, chainId, logger, metadata, exclusive, retire, caughtUp, stopping } = opts;
+	let merging: Promise<void> | null = null;
+	let mergeRetryAt = 0;
+	/**
+	 * Merges settled chunks' index files into runs and their dataset files into larger chunks
+	 * (merges.ts) with a DuckDB of its own, while the
+	 * loop goes on following the head: a merge high in the tiers rewrites a lot, and head lag must
+	 * not wait for it. Only the commit takes turns with the steps.
+	 */
+	function mergeInBackground(s: FollowState) {
+		if (merging || stopping() || Date.now() < mergeRetryAt) return;
+		if (!mergeDue(dataDir, s.manifest, metadata) && !ranksDue(dataDir, s.manifest)) return;
+		merging = (async () => {
+			const writer = await createParquetWriter();
+			try {
+				// One merge at a time, and none while the follower is behind: head lag comes first.
+				while (!stopping() && caughtUp()) {
+					// The holder ranks once every merge is done (store/holder-ranks.ts), then the
+					// balance deltas of the chunks not yet settled (which new blocks keep due).
+					const gone =
+						(await mergeNext(writer, dataDir, s.manifest, exclusive, metadata)) ??
+						(await ranksStep(writer, dataDir, s.manifest, exclusive)) ??
+						(await headStep(writer, dataDir, s.manifest, exclusive));
+					if (!gone) break;
+					retire(gone);
+				}
+			} finally {
+				writer.close();
+			}
+		})()
+			.catch((err: unknown) => {
+				// Not at every poll: a full disk or a damaged input would fail the same way.
+				mergeRetryAt = Date.now() + MERGE_RETRY_MS;
+				logger.warn(`merge on ${chainId} failed, retried in ${MERGE_RETRY_MS / 1000} s: ${(err as Error).message}`);
+			})
+			.finally(() => {
+				merging = null;
+			});
+	}
+
+	return {
+		mergeInBackground,
+		/** The merge under way, or null. */
+		current: () => merging,
+	};
+}

@@ -1,0 +1,32 @@
+/*
+ * The SQL endpoint's limits: what one statement may use (time, memory, rows, bytes, length) and
+ * how many run at once. Set by serve's flags (api/sql-flags.ts); enforced by the runner
+ * (user-sql.ts), its refusals (sql-refusals.ts) and the slots (sql-slots.ts).
+ */
+
+export interface SqlLimits {
+	/** DuckDB time a statement may run (ms) before it is interrupted: 503 QUERY_TIMEOUT. */
+	timeoutMs: number;
+	/** DuckDB's memory_limit for one statement ("512MB"): 400 SQL_MEMORY_LIMIT past it. */
+	memory: string;
+	/** Rows an answer may have: 400 RESULT_TOO_LARGE past it. */
+	maxRows: number;
+	/** Bytes an answer may have, encoded: 400 RESPONSE_TOO_LARGE past it. */
+	maxBytes: number;
+	/** Characters a statement may have: 400 SQL_TOO_LONG past it. */
+	maxLength: number;
+	/** Statements run at once in this process (each with its own memory): others wait their turn. */
+	concurrency: number;
+	/** DuckDB threads per statement. */
+	threads: number;
+}
+
+export const DEFAULT_SQL_LIMITS: SqlLimits = {
+	timeoutMs: 10_000,
+	memory: "512MB",
+	maxRows: 100_000,
+	maxBytes: 32 * 1024 * 1024,
+	maxLength: 16_384,
+	concurrency: 1,
+	threads: 1,
+};

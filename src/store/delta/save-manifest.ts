@@ -1,0 +1,47 @@
+import { chainDir } from "../format/layout.js";
+import { writeManifest } from "../format/manifest.js";
+import type { Manifest } from "../format/records.js";
+import { lakeExporter } from "./lake-export.js";
+
+/*
+ * Saving a manifest: written in place (format/manifest.ts), then the chain's Delta Lake logs
+ * brought up to date with it. Here, after the export, so that the format imports no exporter.
+ */
+
+/** Saves `m` as the chain's manifest (see writeManifest), then exports the lake's Delta logs. */
+export async function saveManifest(dataDir: string, m: Manifest): Promise<void> {
+	await writeManifest(dataDir, m);
+	await exportLake(dataDir, m);
+}
+
+/** How a chain's Delta Lake export has gone in this process (for /readyz and /metrics). */
+export interface LakeExportStatus {
+	/** Exports that failed since the process started (each retried at the next save). */
+	failures: number;
+	/** The last failure, while the export has not succeeded since. */
+	problem: { at: number; message: string } | null;
+}
+const exportStatus = new Map<string, LakeExportStatus>();
+
+/** The Delta Lake export's status of `chain` in this process (none before its first export). */
+export const lakeExportStatus = (chain: string): LakeExportStatus | undefined => exportStatus.get(chain);
+
+/**
+ * The Delta Lake logs follow every save (delta/lake-export.ts). A failed export does not undo
+ * the save: the next save (or writer start) exports the state again, and until then every file
+ * the logs still list stays on disk.
+ */
+async function exportLake(dataDir: string, m: Manifest): Promise<void> {
+	const status = exportStatus.get(m.chain) ?? { failures: 0, problem: null };
+	exportStatus.set(m.chain, status);
+	try {
+		await lakeExporter(chainDir(dataDir, m.chain)).export(m);
+		status.problem = null;
+	} catch (err) {
+		const message = (err as Error).message;
+		if (message !== status.problem?.message)
+			process.emitWarning(`Delta Lake export of ${m.chain} failed (retried at the next save): ${message}`);
+		status.failures++;
+		status.problem = { at: Date.now(), message };
+	}
+}
