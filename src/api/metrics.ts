@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { FollowerStats, FollowSource } from "../follow/follower-stats.js";
-import { type LakeExportStatus, lakeExportStatus } from "../store/delta/save-manifest.js";
+import type { FollowSource } from "../follow/follower-stats.js";
+import { lakeExportStatus } from "../store/delta/save-manifest.js";
 
 /** Latency buckets in seconds: a point lookup should land in the first few. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];

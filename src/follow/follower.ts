@@ -1,35 +1,12 @@
 import { createRangeFetcher } from "../backfill/fetch-range.js";
 import { compareBlockHash, ethBlockNumber, ethChainId } from "../rpc/actions.js";
 import { metadataSource } from "../rpc/token-reads.js";
-import {
-	deriveIndexes,
-	dropReturnedGhosts,
-	hashNotIn,
-	mergeChunkDatasets,
-	replaceChunks,
-	writeChunkFiles,
-} from "../store/chunks/chunk-store.js";
-import { headStep, mergeDue, mergeNext } from "../store/chunks/merges.js";
-import { lakeExporter } from "../store/delta/lake-export.js";
-import { applyLakeFlags } from "../store/delta/lake-flags.js";
-import { saveManifest } from "../store/delta/save-manifest.js";
-import { acquireWriteLock } from "../store/files/lock.js";
-import { createParquetWriter, type ParquetWriter } from "../store/files/parquet-writer.js";
-import { alignedChunks, chainDir, partitionPath } from "../store/format/layout.js";
-import { GHOST_DATASET, loadManifest, missingRanges, nextGeneration } from "../store/format/manifest.js";
-import type { ChunkEntry, GhostEntry, LakeSettings, Manifest } from "../store/format/records.js";
-import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
-import { listedPaths } from "../store/indexes/listing.js";
+import { createParquetWriter } from "../store/files/parquet-writer.js";
+import { missingRanges } from "../store/format/manifest.js";
+import type { ChunkEntry } from "../store/format/records.js";
 import { damagedChunks } from "../store/repair/repair.js";
 import { isFileError } from "../store/repair/verify.js";
-import { removeUnlisted } from "../store/retire/remove-unlisted.js";
-import { RETIRE_GRACE_MS } from "../store/retire/retire-later.js";
-import { dropRetired, noteRetired, pendingRetired } from "../store/retire/retired-journal.js";
-import type { ChainRef } from "../util/chain.js";
-import { crashPoint } from "../util/crash-point.js";
-import { freeSpace, isDiskFull } from "../util/disk-full.js";
-import { UserInputError } from "../util/errors.js";
-import type { Logger } from "../util/logger.js";
+import { isDiskFull } from "../util/disk-full.js";
 import { appendBlocks } from "./append-blocks.js";
 import { createBackgroundMerges } from "./background-merges.js";
 import { compactFinal } from "./compact-final.js";
@@ -39,7 +16,6 @@ import { DEFAULT_FINALITY_DEPTH, type FollowerOptions } from "./follower-options
 import type { FollowerStats } from "./follower-stats.js";
 import { openFollowState } from "./open-state.js";
 import { createRetirer } from "./retire-files.js";
-import { sliceRows } from "./slice-rows.js";
 import { writeStatus } from "./status-file.js";
 import { unwindReorg } from "./unwind-reorg.js";
 import { wrongChainError } from "./wrong-chain-error.js";

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { callsOfTransaction } from "../../query/contracts.js";
-import { findTransaction, findTransactionWithLogs, logsOfTransactions } from "../../query/transactions.js";
+import { findTransactionWithLogs } from "../../query/transactions.js";
 import { internalCallRecord, logRecord, transactionRecord } from "../answers/records.js";
 import { type ApiContext, openChain } from "../context.js";
 import { notFound } from "../errors.js";

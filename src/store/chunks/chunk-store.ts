@@ -3,7 +3,7 @@ import type { TraceFormat } from "../../rpc/types.js";
 import { crashPoint } from "../../util/crash-point.js";
 import { saveManifest } from "../delta/save-manifest.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
-import { INDEX_NAMES, INDEXES, type IndexName, indexesFor, writtenWith } from "../format/indexes.js";
+import { INDEX_NAMES, INDEXES, type IndexName, writtenWith } from "../format/indexes.js";
 import { partitionPath, stagingDir } from "../format/layout.js";
 import { chunkFiles, GHOST_DATASET, nextGeneration } from "../format/manifest.js";
 import type { ChunkEntry, GhostEntry, Manifest } from "../format/records.js";

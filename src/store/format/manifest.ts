@@ -6,7 +6,7 @@ import { crashPoint } from "../../util/crash-point.js";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import type { IndexName } from "./indexes.js";
 import { partPaths } from "./key-parts.js";
-import { chainDir, manifestPath, partitionPath, type RangeId } from "./layout.js";
+import { manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
 import { type ChunkEntry, type Manifest, type MetadataTable, RANK_TABLES, RANKS, type RankTable } from "./records.js";
 
