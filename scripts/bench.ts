@@ -26,6 +26,7 @@ import { measureBackfillOverhead } from "./bench/backfill-overhead.js";
 import { benchCases } from "./bench/cases.js";
 import { fmt, type Latency, timeCalls } from "./bench/measure.js";
 import { PG_TABLES, startPostgres } from "./bench/postgres.js";
+import { randomKeyPaths, sampleKeys } from "./bench/random-keys.js";
 import { assertPortFree, startService } from "./bench/server.js";
 import { runLoad } from "./load/load.js";
 import { mixedPaths } from "./load/requests.js";
@@ -104,6 +105,9 @@ const duck: Record<string, Latency> = {};
 	store.close();
 }
 
+// Keys sampled from the files for the random-key load (2,000 of each kind: more than a run asks).
+const randomPaths = randomKeyPaths(await sampleKeys(dataDir, chain.id, 2000));
+
 // 3. HTTP, in a separate service process.
 const http: Record<string, Latency> = {};
 const service = await startService(dataDir, Number(values.port), KEY);
@@ -138,6 +142,25 @@ try {
 		non2xx: mixed.non2xx,
 		latencyP50: mixed.latencyMs.p50,
 		latencyP99: mixed.latencyMs.p99,
+	};
+	// The same at keys sampled from the files (scripts/bench/random-keys.ts), each asked about once.
+	const random = await runLoad({
+		base: service.base,
+		key: KEY,
+		paths: randomPaths.map((p) => `/${chain.id}/v1${p}`),
+		connections: Number(values.connections),
+		seconds: Number(values.duration),
+		pid: service.pid,
+	});
+	report.throughputRandomKeys = {
+		keys: randomPaths.length,
+		requestsPerSecond: random.requestsPerSecond,
+		requests: random.requests,
+		errors: random.errors + random.timeouts,
+		non2xx: random.non2xx,
+		statuses: random.statuses,
+		latencyP50: random.latencyMs.p50,
+		latencyP99: random.latencyMs.p99,
 	};
 	report.serviceRssPeakBytes = service.peakRss();
 } finally {
@@ -201,6 +224,18 @@ const tp = report.throughput as {
 };
 say(
 	`\nmixed workload: ${tp.requestsPerSecond.toFixed(0)} req/s with ${tp.connections} connections (p50 ${tp.latencyP50} ms, p99 ${tp.latencyP99} ms, errors ${tp.errors}, non-2xx ${tp.non2xx})`,
+);
+const rk = report.throughputRandomKeys as {
+	requestsPerSecond: number;
+	latencyP50: number;
+	latencyP99: number;
+	errors: number;
+	non2xx: number;
+	keys: number;
+	requests: number;
+};
+say(
+	`random keys (${rk.keys} paths over sampled tx and block hashes and quiet wallets, ${rk.requests} asked): ${rk.requestsPerSecond.toFixed(0)} req/s with ${tp.connections} connections (p50 ${rk.latencyP50} ms, p99 ${rk.latencyP99} ms, errors ${rk.errors}, non-2xx ${rk.non2xx})`,
 );
 say(`service peak RSS: ${((report.serviceRssPeakBytes as number) / 2 ** 20).toFixed(0)} MiB`);
 const bytes = report.bytes as { sameTablesAsPostgres: number };
