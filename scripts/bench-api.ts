@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
 import { createBackfill } from "../src/backfill/backfill.js";
-import { createStore } from "../src/query/store.js";
+import { createStore } from "../src/query/store/create-store.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { parseChainId } from "../src/util/chain.js";
 import { flagUsage, startCli } from "../src/util/cli.js";

@@ -14,7 +14,8 @@ import { nativeBalance, tokenBalances, tokenBalancesPage } from "../src/query/ba
 import { TooManyChangesError } from "../src/query/deltas.js";
 import { tokenHolders } from "../src/query/holders.js";
 import { nftHoldings } from "../src/query/nfts.js";
-import { createStore, type Snapshot } from "../src/query/store.js";
+import { createStore } from "../src/query/store/create-store.js";
+import type { Snapshot } from "../src/query/store/store.js";
 import { type SynthTargets, targetsPath } from "../src/synth/targets.js";
 import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { fmt, timeCalls } from "./bench/measure.js";

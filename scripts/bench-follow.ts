@@ -18,7 +18,7 @@ import { encodeFunctionData, parseAbi } from "viem";
 import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
 import { startFollowers } from "../src/follow/followers.js";
-import { createStore } from "../src/query/store.js";
+import { createStore } from "../src/query/store/create-store.js";
 import { manifestPath } from "../src/store/format/layout.js";
 import type { Manifest } from "../src/store/format/records.js";
 import { unsettledChunks } from "../src/store/indexes/runs.js";

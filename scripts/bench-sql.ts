@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
-import { createStore } from "../src/query/store.js";
+import { createStore } from "../src/query/store/create-store.js";
 import { datasetViews } from "../src/query/views.js";
 import { readManifestSafe } from "../src/store/format/manifest.js";
 import { flagUsage, startCli, usageError } from "../src/util/cli.js";

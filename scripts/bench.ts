@@ -14,7 +14,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { DATASETS } from "../src/extract/rows.js";
-import { createStore } from "../src/query/store.js";
+import { createStore } from "../src/query/store/create-store.js";
 import { INDEX_NAMES } from "../src/store/format/indexes.js";
 import { manifestPath } from "../src/store/format/layout.js";
 import { SCALES, type ScaleName } from "../src/synth/scales.js";

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { haproxyConfig } from "../src/cluster/haproxy-config.js";
-import { DEFAULT_MEMORY_LIMIT } from "../src/query/store.js";
+import { DEFAULT_MEMORY_LIMIT } from "../src/query/store/store-options.js";
 import { startCli, usageError } from "../src/util/cli.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
 

@@ -22,7 +22,7 @@ import { keysPath } from "../src/api/keys-path.js";
 import { parseRateLimit } from "../src/api/rate-limit.js";
 import { createBackfill } from "../src/backfill/backfill.js";
 import { startFollowers } from "../src/follow/followers.js";
-import { createStore } from "../src/query/store.js";
+import { createStore } from "../src/query/store/create-store.js";
 import { ethBlockNumber, ethChainId } from "../src/rpc/actions.js";
 import { createRpcClient } from "../src/rpc/client.js";
 import { claimAndClearFolder } from "../src/store/files/clear-folder.js";
@@ -184,8 +184,9 @@ runCli(spec, async (argv) => {
 		startBlock,
 		pollMs: 500,
 		// The demo chain: replaced head files go after 30 s, not 5 minutes (the shortest grace the
-		// API's snapshots allow, query/store.ts SNAPSHOT_MAX_AGE_MS), merged in windows of 4, 16, 64
-		// and 256 blocks, no Delta logs: its folder stays close to what a backfill writes.
+		// API's snapshots allow, query/store/store-options.ts SNAPSHOT_MAX_AGE_MS), merged in
+		// windows of 4, 16, 64 and 256 blocks, no Delta logs: its folder stays close to what a
+		// backfill writes.
 		...(anvil ? { deleteGraceMs: DEMO_DELETE_GRACE_MS, compactFanIn: 4, lake: DEMO_LAKE } : {}),
 		summaryMs: verbose ? undefined : SUMMARY_MS,
 	});

@@ -1,7 +1,7 @@
 import { BLOCK_COLUMNS, findBlockByHash, findBlockByNumber, listBlocks } from "../../src/query/blocks.js";
 import { findCreations } from "../../src/query/contracts.js";
 import type { Page } from "../../src/query/list.js";
-import type { Snapshot } from "../../src/query/store.js";
+import type { Snapshot } from "../../src/query/store/store.js";
 import { findTransaction, findWalletTransactions, TX_COLUMNS } from "../../src/query/transactions.js";
 import { findTransfers, TRANSFER_COLUMNS } from "../../src/query/transfers.js";
 import type { SynthTargets } from "../../src/synth/targets.js";

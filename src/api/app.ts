@@ -13,7 +13,7 @@ import { DamagedDataError } from "../query/damaged-data-error.js";
 import { TooManyChangesError } from "../query/deltas.js";
 import { QueryTimeoutError } from "../query/query-timeout-error.js";
 import { DEFAULT_SQL_LIMITS, type SqlLimits } from "../query/sql/sql-limits.js";
-import type { Store } from "../query/store.js";
+import type { Store } from "../query/store/store.js";
 import { UnavailableError } from "../query/unavailable-error.js";
 import type { RemoteStatus } from "../remote/remote-lake.js";
 import { stringifyExact } from "./answers/records.js";
@@ -170,7 +170,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			if (err.statusCode === 401) reply.header("WWW-Authenticate", 'Bearer realm="chainlake"');
 			return reply.code(err.statusCode).send(errorBody(err.statusCode, err.code, err.message));
 		}
-		// Query budget (src/query/store.ts): the request asked for too much work, so say how to ask for less.
+		// Query budget (src/query/store/run-query.ts): the request asked for too much work, so say how to ask for less.
 		if (err instanceof QueryTimeoutError) {
 			req.log.warn({ route: req.routeOptions.url, budgetMs: err.budgetMs }, "query budget exceeded");
 			const message = `the query ran past its ${err.budgetMs} ms time budget and was stopped: narrow the block range (block_number_start/block_number_end or timestamp_start/timestamp_end), lower limit or add filters, then retry`;

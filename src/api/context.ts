@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { FollowSource } from "../follow/follower-stats.js";
-import type { Snapshot, Store } from "../query/store.js";
+import type { Snapshot, Store } from "../query/store/store.js";
 import type { RemoteStatus } from "../remote/remote-lake.js";
 import { notFound } from "./errors.js";
 import type { Keyring } from "./keys.js";

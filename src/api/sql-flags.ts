@@ -1,5 +1,5 @@
 import { DEFAULT_SQL_LIMITS, type SqlLimits } from "../query/sql/sql-limits.js";
-import { parseMemoryLimit } from "../query/store.js";
+import { parseMemoryLimit } from "../query/store/store-options.js";
 import type { SqlEndpointOptions } from "./routes/sql.js";
 
 /**

@@ -1,7 +1,7 @@
 import { amountOf, LIMBS } from "../store/format/amounts.js";
 import { WALLETS } from "../store/format/records.js";
 import { deltaSums } from "./deltas.js";
-import type { Snapshot } from "./store.js";
+import type { Snapshot } from "./store/store.js";
 
 /** A holder's balance of one ERC-20 token, as of a block. */
 export interface TokenBalance {

@@ -1,4 +1,4 @@
-import type { Params } from "./store.js";
+import type { Params } from "./store/store.js";
 
 /**
  * Condition builders shared by the query modules. They return fixed SQL text with named

@@ -1,6 +1,6 @@
 import { inList } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
-import type { Params, Row, Snapshot } from "./store.js";
+import type { Params, Row, Snapshot } from "./store/store.js";
 
 export const CREATION_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract_address, caller, value, op_code, trace_address, init_code_hash, gas_used";

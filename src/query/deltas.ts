@@ -1,7 +1,7 @@
 import { LIMBS } from "../store/format/amounts.js";
 import { HOLDING_KEYS, type HoldingKind, movesSql, nativeMovesSql, signedLimbSumsSql } from "../store/format/deltas.js";
 import { INDEXES, type IndexDef, type IndexName } from "../store/format/indexes.js";
-import type { Params, Snapshot } from "./store.js";
+import type { Params, Snapshot } from "./store/store.js";
 
 /*
  * Balances as of a block, summed from the balance indexes (store/format/deltas.ts): one holder's

@@ -8,7 +8,7 @@ import {
 } from "../store/format/amounts.js";
 import { RANKS } from "../store/format/records.js";
 import { deltaSums } from "./deltas.js";
-import type { Params, Snapshot } from "./store.js";
+import type { Params, Snapshot } from "./store/store.js";
 
 export const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 

@@ -2,7 +2,7 @@ import type { DatasetName } from "../extract/rows.js";
 import type { IndexName } from "../store/format/indexes.js";
 import { hasFiles } from "../store/format/manifest.js";
 import type { ChunkEntry } from "../store/format/records.js";
-import type { Params, Row, Snapshot } from "./store.js";
+import type { Params, Row, Snapshot } from "./store/store.js";
 
 /** Blocks of a page's first query, the probe (unless the query knows its rows a block, as /blocks does). */
 export const FIRST_WINDOW_BLOCKS = 256;

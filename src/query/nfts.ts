@@ -2,7 +2,7 @@ import { amountOfParts, normalizedPartsSql, PARTS, positiveSql, somePositiveLimb
 import { movesSql } from "../store/format/deltas.js";
 import { inList } from "./conditions.js";
 import { deltaSums, inRanges } from "./deltas.js";
-import type { Params, Row, Snapshot } from "./store.js";
+import type { Params, Row, Snapshot } from "./store/store.js";
 
 /** An ERC-721 or ERC-1155 holding: `amount` of token `tokenId` of collection `token`. */
 export interface NftHolding {

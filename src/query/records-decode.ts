@@ -1,5 +1,5 @@
 import { BLOCK_RECORD_FIELDS, LOG_RECORD_FIELDS, TX_RECORD_FIELDS } from "../store/format/lookup-records.js";
-import type { Row } from "./store.js";
+import type { Row } from "./store/store.js";
 
 /**
  * Lookup records (store/format/lookup-records.ts) back to the rows the columns' own queries return: the

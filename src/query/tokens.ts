@@ -1,5 +1,5 @@
 import { inList } from "./conditions.js";
-import type { Params, Snapshot } from "./store.js";
+import type { Params, Snapshot } from "./store/store.js";
 
 /** A token's metadata as cached in the lake (store/holdings/token-metadata.ts); nulls where unread. */
 export interface TokenMeta {

@@ -2,7 +2,7 @@ import type { IndexName } from "../store/format/indexes.js";
 import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import { decodeTransactionRecord } from "./records-decode.js";
-import type { Params, Row, Snapshot } from "./store.js";
+import type { Params, Row, Snapshot } from "./store/store.js";
 
 export const TX_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, transaction_index, from_address, to_address, value, input, nonce, status, transaction_type, fee, gas_used, cumulative_gas_used, gas, gas_price, effective_gas_price, max_fee_per_gas, max_priority_fee_per_gas, contract_address, r, s, v";

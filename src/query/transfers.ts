@@ -1,6 +1,6 @@
 import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
-import type { Params, Snapshot } from "./store.js";
+import type { Params, Snapshot } from "./store/store.js";
 
 export const TRANSFER_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard";

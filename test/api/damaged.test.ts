@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { partitionFileName } from "../../src/store/format/layout.js";
 import type { ChunkEntry, Manifest } from "../../src/store/format/records.js";
 import { backfillInto } from "../helpers/anvil-chain.js";

@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
-import { createStore, type Store } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
+import type { Store } from "../../src/query/store/store.js";
 
 let dir: string;
 let store: Store;

@@ -17,7 +17,8 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type AppOptions, buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
-import { createStore, type Store } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
+import type { Store } from "../../src/query/store/store.js";
 import { type ApiFixture, AUTH, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
 
 let f: ApiFixture;

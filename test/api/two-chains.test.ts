@@ -15,7 +15,8 @@ import { type Address, type Block, createPublicClient, type Hex, http } from "vi
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
-import { createStore, type Store } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
+import type { Store } from "../../src/query/store/store.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";

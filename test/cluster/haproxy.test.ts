@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { readStatus } from "../../src/follow/status-file.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { manifestPath } from "../../src/store/format/layout.js";
 import type { Manifest } from "../../src/store/format/records.js";
 import type { AnvilInstance } from "../../src/workload/anvil.js";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DATASETS } from "../../src/extract/rows.js";
 import type { FollowEvent } from "../../src/follow/follow-context.js";
 import { createFollower } from "../../src/follow/follower.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { findTransfers } from "../../src/query/transfers.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { writtenWith } from "../../src/store/format/indexes.js";

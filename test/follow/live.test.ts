@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { startFollowers } from "../../src/follow/followers.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { nodeCall, receiptBlock } from "../helpers/node-rpc.js";

@@ -8,7 +8,7 @@ import { createKeyring } from "../../src/api/keys.js";
 import { startStatusServer } from "../../src/api/status-server.js";
 import { startFollowers } from "../../src/follow/followers.js";
 import { readStatus } from "../../src/follow/status-file.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { manifestPath } from "../../src/store/format/layout.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";

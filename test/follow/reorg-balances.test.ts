@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFollower } from "../../src/follow/follower.js";
 import { nativeBalance, tokenBalances } from "../../src/query/balances.js";
 import { nftHoldings } from "../../src/query/nfts.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import { parseChainId } from "../../src/util/chain.js";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { createFollower } from "../../src/follow/follower.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { manifestPath } from "../../src/store/format/layout.js";
 import type { Manifest } from "../../src/store/format/records.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { type AppOptions, buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "./anvil-chain.js";

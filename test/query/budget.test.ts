@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { QueryTimeoutError } from "../../src/query/query-timeout-error.js";
-import { createStore, DEFAULT_QUERY_TIMEOUT_MS, type Store } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
+import type { Store } from "../../src/query/store/store.js";
+import { DEFAULT_QUERY_TIMEOUT_MS } from "../../src/query/store/store-options.js";
 import { UnavailableError } from "../../src/query/unavailable-error.js";
 
 const CHAIN = "eip155-1";

@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createStore, type Store } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
+import type { Store } from "../../src/query/store/store.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 

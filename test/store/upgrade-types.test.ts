@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { DATASETS } from "../../src/extract/rows.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { saveManifest } from "../../src/store/delta/save-manifest.js";
 import { createParquetWriter, parquetCopyOptions } from "../../src/store/files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef, REPLACED } from "../../src/store/format/indexes.js";

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { DATASETS, type DatasetName } from "../../src/extract/rows.js";
-import { createStore } from "../../src/query/store.js";
+import { createStore } from "../../src/query/store/create-store.js";
 import { PARQUET_OPTIONS } from "../../src/store/files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexName } from "../../src/store/format/indexes.js";
 import { partitionPath } from "../../src/store/format/layout.js";

@@ -1,5 +1,5 @@
 import type { Page } from "../../query/list.js";
-import type { Row } from "../../query/store.js";
+import type { Row } from "../../query/store/store.js";
 import { badRequest } from "../errors.js";
 import type { ListQuery } from "../params/params.js";
 import type { ResolvedRange } from "../params/range.js";

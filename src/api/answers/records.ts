@@ -1,4 +1,4 @@
-import type { Row } from "../../query/store.js";
+import type { Row } from "../../query/store/store.js";
 import { columnsOf } from "./list-columns.js";
 
 /**

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Snapshot } from "../../query/store.js";
+import type { Snapshot } from "../../query/store/store.js";
 import { missingRanges } from "../../store/format/manifest.js";
 import { ApiError, badRequest } from "../errors.js";
 import { describedAs, documented } from "./param-docs.js";

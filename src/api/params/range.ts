@@ -1,5 +1,5 @@
 import { findBlockByHash } from "../../query/blocks.js";
-import type { Snapshot } from "../../query/store.js";
+import type { Snapshot } from "../../query/store/store.js";
 import { ApiError, badRequest, notFound } from "../errors.js";
 import type { ListQuery } from "./params.js";
 

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { findCalls } from "../../query/contracts.js";
-import type { Row } from "../../query/store.js";
+import type { Row } from "../../query/store/store.js";
 import { logsOfTransactions } from "../../query/transactions.js";
 import { envelope, pageOf } from "../answers/list-reply.js";
 import { CALL_COLUMNS, callEventRecord, callRecord, contextOf } from "../answers/records.js";

@@ -1,4 +1,4 @@
-import type { Row, Snapshot } from "../../query/store.js";
+import type { Row, Snapshot } from "../../query/store/store.js";
 import { tokenMetas } from "../../query/tokens.js";
 import { findTransfers, type TransferFilter } from "../../query/transfers.js";
 import { pageOf } from "../answers/list-reply.js";

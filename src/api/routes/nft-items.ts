@@ -1,5 +1,5 @@
 import type { Arrival, NftHolding } from "../../query/nfts.js";
-import type { Snapshot } from "../../query/store.js";
+import type { Snapshot } from "../../query/store/store.js";
 import { type TokenMeta, tokenUris } from "../../query/tokens.js";
 import { tokenContent } from "../token-uri.js";
 

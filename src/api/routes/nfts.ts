@@ -4,7 +4,7 @@ import { z } from "zod";
 import { deltaSums } from "../../query/deltas.js";
 import { ZERO_ADDRESS } from "../../query/holders.js";
 import { arrivals, holdingKey, nftHoldings } from "../../query/nfts.js";
-import type { Snapshot } from "../../query/store.js";
+import type { Snapshot } from "../../query/store/store.js";
 import { type TokenMeta, tokenMetas } from "../../query/tokens.js";
 import { findTransfers } from "../../query/transfers.js";
 import { amountOf, LIMBS } from "../../store/format/amounts.js";

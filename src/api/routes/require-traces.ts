@@ -1,5 +1,5 @@
 import type { DatasetName } from "../../extract/rows.js";
-import type { Snapshot } from "../../query/store.js";
+import type { Snapshot } from "../../query/store/store.js";
 import { ApiError } from "../errors.js";
 
 /** Trace-only datasets are absent (not empty) for chains exported without traces: say so. */

@@ -7,7 +7,7 @@ import { dropRetired, noteRetired } from "./retired-journal.js";
 /**
  * How long a file that left the manifest stays on disk for API requests that began before, in
  * this process or another (a request may wait for a DuckDB connection before it opens its files:
- * query/store.ts SNAPSHOT_MAX_AGE_MS bounds that wait well below this).
+ * query/store/store-options.ts SNAPSHOT_MAX_AGE_MS bounds that wait well below this).
  */
 export const RETIRE_GRACE_MS = 5 * 60_000;
 

@@ -1,0 +1,77 @@
+/**
+ * The key filters of merged index runs, loaded when a key lookup first needs them and kept while
+ * the store lives: apart from the rest of the store because their cache (loaded, loading, known
+ * absent) is state of its own, which the placeholder expander only reads.
+ */
+import { INDEXES, type IndexName } from "../../store/format/indexes.js";
+import type { Manifest } from "../../store/format/records.js";
+import { type KeyFilter, loadKeyFilter } from "../../store/indexes/key-filter.js";
+import { indexFiles } from "../../store/indexes/listing.js";
+import { PLACEHOLDER } from "./placeholder-expander.js";
+import type { StoreOptions } from "./store-options.js";
+
+export interface KeyFilters {
+	/** The filters loaded, by file. */
+	filters: ReadonlyMap<string, KeyFilter>;
+	/** Loads the filters at `paths` not loaded yet (one that cannot be read is left out). */
+	loadFilters(paths: readonly string[]): Promise<unknown>;
+	/** The filters of the index files `sql` would read for `window`. */
+	filtersOf(manifest: Manifest | null, sql: string, window?: readonly [number, number]): string[];
+}
+
+/** `options.files`: filters in a bucket are fetched into the cache and let go once read. */
+export function keyFilters(dataDir: string, options: Pick<StoreOptions, "files">): KeyFilters {
+	// Key filters of merged runs, by file: a run's file name is never reused, so a filter read
+	// once stays right for as long as the run is listed. One that cannot be read is left out
+	// (its run is then always read), never trusted.
+	const filters = new Map<string, KeyFilter>();
+	const loading = new Map<string, Promise<void>>();
+	/** Filter files known not to exist (index files written before filters): not asked again. */
+	const absent = new Set<string>();
+	const loadFilters = (paths: readonly string[]) =>
+		Promise.all(
+			paths.map((path) => {
+				if (filters.has(path) || absent.has(path)) return undefined;
+				let p = loading.get(path);
+				if (!p) {
+					// From a bucket: fetched into the cache, read, and let go (the filter stays in memory).
+					const held = options.files ? options.files.hold([path]) : Promise.resolve(() => {});
+					p = held
+						.then(async (release) => {
+							try {
+								return await loadKeyFilter(path);
+							} finally {
+								release();
+							}
+						})
+						.then(
+							(f) => {
+								filters.set(path, f);
+							},
+							(err: NodeJS.ErrnoException) => {
+								if (err.code === "ENOENT") absent.add(path);
+							},
+						);
+					loading.set(path, p);
+					void p.finally(() => loading.delete(path));
+				}
+				return p;
+			}),
+		);
+	/** The filters of the index files `sql` would read for `window`. */
+	const filtersOf = (manifest: Manifest | null, sql: string, window?: readonly [number, number]): string[] => {
+		if (!manifest) return [];
+		const out: string[] = [];
+		for (const [, name, a, b] of sql.matchAll(PLACEHOLDER))
+			if (name && name in INDEXES)
+				for (const f of indexFiles(
+					dataDir,
+					manifest,
+					name as IndexName,
+					a === undefined ? window : [Number(a), Number(b)],
+				))
+					if (f.filter) out.push(f.filter);
+		return out;
+	};
+	return { filters, loadFilters, filtersOf };
+}

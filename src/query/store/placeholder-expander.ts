@@ -1,0 +1,99 @@
+/**
+ * Turns a statement's placeholders (`{transfers}`, `{transfers_by_address}`, `{erc20_ranks}`,
+ * `{token_metadata}`, `{name@from-to}`) into the files a manifest lists: the one place SQL text is
+ * built from paths. Apart from the runner (run-query.ts) because what a placeholder reads (windows,
+ * key filters, key-range parts, typed empty relations) grows with each new kind of file.
+ */
+import { DATASETS, type DatasetName } from "../../extract/rows.js";
+import { INDEXES, type IndexName } from "../../store/format/indexes.js";
+import { partOf, partPath, partPaths } from "../../store/format/key-parts.js";
+import { GHOST_DATASET, ghostFiles, listedFiles, metadataFiles, rankFiles } from "../../store/format/manifest.js";
+import {
+	type Manifest,
+	METADATA_TABLES,
+	type MetadataTable,
+	RANK_TABLES,
+	type RankTable,
+} from "../../store/format/records.js";
+import { SCHEMAS } from "../../store/format/schema.js";
+import { RANK_COLUMNS } from "../../store/holdings/holder-ranks.js";
+import type { KeyFilter } from "../../store/indexes/key-filter.js";
+import { indexFiles } from "../../store/indexes/listing.js";
+import { sqlString as quote } from "../../util/sql-string.js";
+
+/** `{dataset}`, `{index}` or `{name@from-to}` (with its own block window) in a statement's text. */
+export const PLACEHOLDER = /\{([a-z][a-z0-9_]*)(?:@(\d{1,15})-(\d{1,15}))?\}/g;
+
+/** Counts the files a statement reads (and lists them, when `paths` is given). */
+export type FilesRead = { files: number; paths?: string[] };
+
+/** `filters`: the key filters loaded so far, by file (key-filters.ts); a run without one is read. */
+export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string, KeyFilter>) {
+	/** `{dataset}` → the files `manifest` lists (of the chunks overlapping `window`, if given), or a
+	 * typed empty relation while there are none. `{ghost_blocks}` is the reorged-out blocks, with
+	 * the columns of blocks; an index (`{transfers_by_address}`) has its source's columns plus `address`;
+	 * `{token_metadata}` and `{token_uris}` are the token metadata (store/token-metadata.ts). */
+	const expand = (
+		manifest: Manifest | null,
+		sql: string,
+		queryWindow: readonly [number, number] | undefined,
+		key: string | undefined,
+		read: FilesRead,
+	) =>
+		sql.replace(PLACEHOLDER, (whole, name: string, a?: string, b?: string) => {
+			// `{name@a-b}`: this relation's own block window (a part of a statement that reads
+			// fewer blocks than the rest, like a balance's unsettled tail).
+			const window = a === undefined ? queryWindow : ([Number(a), Number(b)] as const);
+			if ((RANK_TABLES as readonly string[]).includes(name)) {
+				// The holder ranks (store/holder-ranks.ts); callers ask snapshot.ranks() whether to use them.
+				const files = rankFiles(dataDir, manifest, name as RankTable);
+				read.files += files.length;
+				read.paths?.push(...files);
+				if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
+				return `(SELECT ${Object.entries(RANK_COLUMNS)
+					.map(([c, type]) => `NULL::${type} AS "${c}"`)
+					.join(", ")} WHERE false)`;
+			}
+			if (name in METADATA_TABLES) {
+				const table = METADATA_TABLES[name as MetadataTable];
+				const files = metadataFiles(dataDir, manifest, name as MetadataTable);
+				read.files += files.length;
+				read.paths?.push(...files);
+				if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
+				return `(SELECT ${Object.entries(table.columns)
+					.map(([c, type]) => `NULL::${type} AS "${c}"`)
+					.join(", ")} WHERE false)`;
+			}
+			const ghost = name === GHOST_DATASET;
+			const index = name in INDEXES ? INDEXES[name as IndexName] : undefined;
+			if (!ghost && !index && !DATASETS.includes(name as DatasetName)) return whole;
+			const files = ghost
+				? ghostFiles(dataDir, manifest)
+				: index
+					? manifest
+						? indexFiles(dataDir, manifest, name as IndexName, window)
+								.filter((f) => key === undefined || !f.filter || filters.get(f.filter)?.has(key) !== false)
+								// A key reads the one key-range part it can be in (store/format/key-parts.ts).
+								.flatMap((f) =>
+									key === undefined
+										? partPaths(f.path, f.parts)
+										: [partPath(f.path, partOf(key.toLowerCase(), f.parts))],
+								)
+						: []
+					: listedFiles(dataDir, manifest, name as DatasetName, window);
+			read.files += files.length;
+			read.paths?.push(...files);
+			if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
+			const source = ghost ? "blocks" : (index?.source ?? (name as DatasetName));
+			const own: Record<string, string> | undefined = index && "columns" in index ? index.columns : undefined;
+			const typed = own
+				? Object.entries(own)
+				: Object.entries(SCHEMAS[source] as Record<string, readonly [string, string]>).map(
+						([c, [type]]) => [c, type] as const,
+					);
+			const columns = typed.map(([c, type]) => `NULL::${type} AS "${c}"`);
+			if (index && !own && !(index.key in SCHEMAS[source])) columns.unshift(`NULL::VARCHAR AS "${index.key}"`);
+			return `(SELECT ${columns.join(", ")} WHERE false)`;
+		});
+	return expand;
+}
