@@ -132,8 +132,7 @@ export function dataReadme(): string {
 						", ",
 					)}, from \`${[def.source, ...(def.also ?? [])].join("` and `")}\`${def.deferred ? ", derived in the background after the chunk is written" : ""}`
 			: `the columns of \`${def.source}\`${extra}`;
-		const codec = def.compression ? `; ${def.compression}-compressed` : "";
-		return `- \`${i}\`: ${def.doc}; ${columns}; row groups of ${def.rowGroupSize.toLocaleString("en-US")} rows${codec}.`;
+		return `- \`${i}\`: ${def.doc}; ${columns}; row groups of ${def.rowGroupSize.toLocaleString("en-US")} rows.`;
 	});
 	const indexSection = `## Index files and merged runs
 

@@ -109,7 +109,7 @@ export function parquetCopyOptions(rows: number): string {
  */
 export const INDEX_ROW_GROUP_SIZE = 16_384;
 export const indexCopyOptions = (index: IndexName) =>
-	`FORMAT parquet, COMPRESSION ${quote((INDEXES[index] as IndexDef).compression ?? PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEXES[index].rowGroupSize}`;
+	`FORMAT parquet, COMPRESSION ${quote(PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEXES[index].rowGroupSize}`;
 
 /**
  * A DuckDB-backed Parquet writer. Rows go through newline-delimited JSON into DuckDB's JSON

@@ -45,8 +45,6 @@ export interface IndexDef {
 	merge?(src: string): string;
 	/** Its columns with their types, where they are not the source's plus `key` (an empty relation's). */
 	columns?: Record<string, string>;
-	/** Parquet compression of its files (default PARQUET_OPTIONS.COMPRESSION, zstd). */
-	compression?: "zstd" | "lz4_raw" | "snappy" | "uncompressed";
 	/**
 	 * Replaced by another kind: no longer written or derived, still read where a folder written
 	 * before the replacement has it for every chunk (until `npm run reindex` writes its
@@ -95,10 +93,10 @@ export const INDEXES = {
 	},
 	// Lookup records (lookup-records.ts): a lookup by hash reads two columns of one small row
 	// group of one file (chosen by the run's key filter), a transaction's logs included.
-	// Transactions in zstd: on M's newest chunk (1M transactions with their logs) lz4_raw took
+	// zstd, as every file: on M's newest chunk (1M transactions with their logs) lz4_raw took
 	// 950 MB against zstd's 462 (a lookup 1.8-2.2 ms against 3.8-3.9 in 17 key-range files of
 	// 32 row groups): records must replace the full-row copy's bytes, not double them
-	// (BENCHMARKS.md). Blocks are few: lz4_raw.
+	// (BENCHMARKS.md); and some Parquet readers (hyparquet) cannot read lz4_raw at all.
 	transaction_records: {
 		source: "transactions",
 		also: ["logs"],
@@ -116,7 +114,6 @@ export const INDEXES = {
 		key: "hash",
 		rowGroupSize: 2_048,
 		columns: RECORD_COLUMNS,
-		compression: "lz4_raw",
 		doc: "every block (`hash`) with its record: its fields as one JSON array (`record`), sorted by hash, in small row groups: `/blocks/{hash}` reads one",
 	},
 	// Their predecessors, full copies of the rows sorted by hash: still read in folders that have
