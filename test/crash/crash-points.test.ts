@@ -15,7 +15,7 @@ import { runScript, spawnScript } from "../helpers/cli.js";
 import { datasetRows, fileHashes } from "../helpers/compare.js";
 import { checkDeltaLogs } from "../helpers/delta.js";
 import { nodeCall, sendMined } from "../helpers/node-rpc.js";
-import { folderState, readListed } from "./folder.js";
+import { folderState, readListed, readManifest, storedHeadOf } from "./folder.js";
 import { seededRandom } from "./seeded.js";
 
 /**
@@ -163,7 +163,7 @@ const followArgs = (dir: string) => [
 	// last, and replaced files are deleted at once: every write path runs within seconds.
 	...["--finality-depth", "3", "--poll-ms", "20", "--partition-size", "4", "--delete-grace-ms", "0"],
 ];
-const storedHead = (dir: string) => folderState(join(dir, CHAIN_ID)).storedHead;
+const storedHead = (dir: string) => storedHeadOf(join(dir, CHAIN_ID));
 
 type Drive = ((running: () => boolean) => Promise<void>) | undefined;
 const none: Drive = undefined;
@@ -186,7 +186,7 @@ const reorg =
 		for (;;) {
 			if (!running()) return;
 			const head = await nodeHead();
-			const tip = folderState(join(dir, CHAIN_ID)).manifest?.chunks.find((c) => c.to === head);
+			const tip = readManifest(join(dir, CHAIN_ID))?.chunks.find((c) => c.to === head);
 			if (tip && tip.last_hash === (await hashAt(head))) {
 				// Stored chunks chain by parent hash, so the block below is the canonical one too.
 				orphaned.set(dir, [...(orphaned.get(dir) ?? []), await hashAt(head - 1), tip.last_hash]);

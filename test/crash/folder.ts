@@ -5,14 +5,28 @@ import { INDEX_NAMES, INDEXES, type IndexDef, type IndexName } from "../../src/s
 import { partitionFileName } from "../../src/store/format/layout.js";
 import type { Manifest } from "../../src/store/format/records.js";
 
+/** The chain folder's manifest as it is on disk (replaced by a rename, so read whole), or null. */
+export function readManifest(chainDir: string): Manifest | null {
+	const file = join(chainDir, "_manifest.json");
+	return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Manifest) : null;
+}
+
+/**
+ * The last block the manifest lists (-1: none): folderState's storedHead from the manifest alone,
+ * for the loops that poll it while a writer runs (folderState also walks the folder and replays
+ * every Delta log, at each call).
+ */
+export function storedHeadOf(chainDir: string): number {
+	return Math.max(-1, ...(readManifest(chainDir)?.chunks ?? []).map((c) => c.to));
+}
+
 /**
  * What a chain folder holds against what its manifest lists: after a crash and a restart there
  * must be no temporary file, no file the manifest does not list, and no listed file missing.
  * (Written from the layout rules, not with the store's own cleanup code, which is under test.)
  */
 export function folderState(chainDir: string) {
-	const manifestFile = join(chainDir, "_manifest.json");
-	const m = existsSync(manifestFile) ? (JSON.parse(readFileSync(manifestFile, "utf8")) as Manifest) : null;
+	const m = readManifest(chainDir);
 	const listed = new Set<string>();
 	for (const c of m?.chunks ?? []) {
 		for (const d of c.datasets) listed.add(join(d, partitionFileName(d, c)));
@@ -42,11 +56,12 @@ export function folderState(chainDir: string) {
 	const present = new Set(files);
 	const retained = deltaRetained(chainDir);
 	// Files retired and kept for readers until due, as `_retired.json` notes them (src/store/retired-journal.ts).
+	// The writer empties it in place (writes "[]" over it, not by a rename): read by a loop polling
+	// while it runs, between the truncation and the write, it is an empty file, which notes nothing.
 	const journal = join(chainDir, "_retired.json");
+	const journalText = existsSync(journal) ? readFileSync(journal, "utf8") : "";
 	const now = Date.now();
-	for (const e of existsSync(journal)
-		? (JSON.parse(readFileSync(journal, "utf8")) as { due: number; files: string[] }[])
-		: [])
+	for (const e of journalText === "" ? [] : (JSON.parse(journalText) as { due: number; files: string[] }[]))
 		if (e.due > now) for (const f of e.files) retained.add(f);
 	return {
 		manifest: m,

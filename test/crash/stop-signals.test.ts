@@ -11,7 +11,7 @@ import { REPO_ROOT, runScript } from "../helpers/cli.js";
 import { fileHashes } from "../helpers/compare.js";
 import { nodeCall } from "../helpers/node-rpc.js";
 import { startRpcProxy } from "../helpers/rpc-proxy.js";
-import { folderState } from "./folder.js";
+import { folderState, readManifest, storedHeadOf } from "./folder.js";
 
 /**
  * What an operator does: `kill <pid of npm run ...>` (SIGTERM to npm only) or Ctrl-C (SIGINT to
@@ -133,7 +133,7 @@ async function stopTree(run: ReturnType<typeof npmRun>, signal: NodeJS.Signals, 
 	return { ms: Date.now() - sent, exit, procs };
 }
 
-const chunksIn = (dir: string) => folderState(join(dir, CHAIN)).manifest?.chunks.length ?? 0;
+const chunksIn = (dir: string) => readManifest(join(dir, CHAIN))?.chunks.length ?? 0;
 
 /**
  * Nothing temporary, no unlisted data file, nothing missing; the staging folder holds no file;
@@ -185,7 +185,7 @@ describe("stopping the CLIs through npm run", () => {
 				await new Promise((r) => setTimeout(r, 150));
 			}
 		})();
-		await waitFor("the follower to store the head", () => folderState(join(dir, CHAIN)).storedHead >= head);
+		await waitFor("the follower to store the head", () => storedHeadOf(join(dir, CHAIN)) >= head);
 		const { ms, exit, procs } = await stopTree(run, "SIGTERM", false);
 		mining = false;
 		await miner;

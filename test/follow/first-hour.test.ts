@@ -64,8 +64,10 @@ afterAll(async () => {
 	if (root) await rm(root, { recursive: true, force: true });
 });
 
+// The checks against the running demo start their own processes and use folders of their own:
+// they run side by side (most of each is a CLI's start-up). Ctrl-C, which ends the demo, comes last.
 describe("npm start, as a newcomer meets it", () => {
-	it("the banner names the anvil RPC URL and the data folder, and the URL serves the demo chain", async () => {
+	it.concurrent("the banner names the anvil RPC URL and the data folder, and the URL serves the demo chain", async () => {
 		expect(anvilUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
 		expect(await nodeCall(anvilUrl, "eth_chainId")).toBe("0x7a69");
 		expect(out).toMatch(new RegExp(`data: +${demoDir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} `));
@@ -73,7 +75,7 @@ describe("npm start, as a newcomer meets it", () => {
 		expect(out).toContain("--verbose");
 	});
 
-	it("a second npm start on the same folder is refused with one line naming the first; the first keeps its data", async () => {
+	it.concurrent("a second npm start on the same folder is refused with one line naming the first; the first keeps its data", async () => {
 		const before = await block(1);
 		expect(before).toMatch(/^0x[0-9a-f]{64}$/);
 		const second = await runScript("start.ts", [], {
@@ -101,7 +103,7 @@ describe("npm start, as a newcomer meets it", () => {
 		expect(existsSync(join(demoDir, CHAIN_ID, "_manifest.json"))).toBe(true);
 	}, 120_000);
 
-	it("npm start on a taken port says so and names PORT, with no stack", async () => {
+	it.concurrent("npm start on a taken port says so and names PORT, with no stack", async () => {
 		// The first demo holds `port`: a second demo in its own folder meets it taken.
 		const r = await runScript("start.ts", [], { PORT: port, CHAINLAKE_DEMO_DIR: join(root, "demo-taken-port") });
 		expect(r.code, r.stderr).toBe(1);
@@ -112,7 +114,7 @@ describe("npm start, as a newcomer meets it", () => {
 		expect(r.stdout).not.toContain("chainlake is serving");
 	}, 120_000);
 
-	it("a backfill into the demo's folder is refused, naming the demo", async () => {
+	it.concurrent("a backfill into the demo's folder is refused, naming the demo", async () => {
 		const r = await runScript("backfill.ts", [
 			...["--chain", CHAIN_ID, "--rpc", anvilUrl, "--from", "0", "--to", "3", "--data-dir", demoDir],
 		]);
@@ -120,9 +122,9 @@ describe("npm start, as a newcomer meets it", () => {
 		expect(r.stderr).toContain(`another run (pid ${demo.pid}) is writing ${join(demoDir, CHAIN_ID)} (npm start)`);
 		expect(r.stderr).toContain(`kill ${demo.pid}`);
 		expect(await block(1)).toMatch(/^0x[0-9a-f]{64}$/);
-	}, 60_000);
+	}, 120_000);
 
-	it("npm run follow refuses a node of another chain, and stores nothing", async () => {
+	it.concurrent("npm run follow refuses a node of another chain, and stores nothing", async () => {
 		const dir = join(root, "wrong-chain");
 		const r = await runScript("follow.ts", ["--follow", `eip155-1=${anvilUrl}`, "--data-dir", dir]);
 		expect(r.code).not.toBe(0);
@@ -133,9 +135,9 @@ describe("npm start, as a newcomer meets it", () => {
 		);
 		expect(existsSync(join(dir, "eip155-1", "_manifest.json"))).toBe(false);
 		expect(existsSync(join(dir, "eip155-1", "blocks"))).toBe(false);
-	}, 60_000);
+	}, 120_000);
 
-	it("npm run follow --from starts an empty folder there, says so, and says it is ignored once blocks are stored", async () => {
+	it.concurrent("npm run follow --from starts an empty folder there, says so, and says it is ignored once blocks are stored", async () => {
 		const dir = join(root, "from");
 		const from = Math.max(1, Number(await nodeCall(anvilUrl, "eth_blockNumber")) - 3);
 		const run = async (args: string[]) => {

@@ -11,7 +11,7 @@ import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
-import { folderState } from "../crash/folder.js";
+import { folderState, storedHeadOf } from "../crash/folder.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { runScript } from "../helpers/cli.js";
 import { datasetRows } from "../helpers/compare.js";
@@ -87,7 +87,7 @@ describe("a full disk", () => {
 			partitionSize: 4,
 		});
 		const head = async () => Number(await nodeCall(anvil.url, "eth_blockNumber"));
-		const stored = () => folderState(join(dataDir, CHAIN_ID)).storedHead;
+		const stored = () => storedHeadOf(join(dataDir, CHAIN_ID));
 		const until = async (what: string, ok: () => Promise<boolean> | boolean, ms = 30_000) => {
 			const deadline = Date.now() + ms;
 			while (!(await ok())) {

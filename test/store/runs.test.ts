@@ -80,7 +80,13 @@ beforeAll(async () => {
 		await sendMined(anvil.url, { from: accounts[i % 4] as string, to: accounts[(i + 1) % 5] as string, value: "0x7" });
 	await rpc("anvil_mine", ["0x46"]);
 	root = await mkdtemp(join(tmpdir(), "chainlake-runs-"));
-	await backfillInto(join(root, "merged"), anvil.url, CHAIN, { partitionSize: 2, traces: "parity" });
+	// Without the Delta Lake logs (--delta off): nothing here reads them, and writing them at each
+	// of this backfill's hundred-odd manifest saves is about a third of its CPU.
+	await backfillInto(join(root, "merged"), anvil.url, CHAIN, {
+		partitionSize: 2,
+		traces: "parity",
+		lake: { delta: false },
+	});
 	await backfillInto(join(root, "whole"), anvil.url, CHAIN, { partitionSize: 100_000, traces: "parity" });
 }, 240_000);
 
@@ -248,6 +254,9 @@ describe("merged index runs", () => {
 	it("a follower merges in the background, and a reorg above the runs leaves every answer right", async () => {
 		const dir = join(root, "followed");
 		const logger = createMemoryLogger();
+		// 4-block partitions: half the chunks of the backfill's 2-block ones (writing and merging
+		// those again took the follower twice as long), still dozens of chunks to merge into runs
+		// of 4 and 16; no Delta logs, as for the backfill.
 		const follower = createFollower({
 			rpc: createRpcClient({ urls: [anvil.url], logger }),
 			chain: parseChainId(`eip155-${CHAIN}`),
@@ -255,7 +264,8 @@ describe("merged index runs", () => {
 			logger,
 			traces: "parity",
 			finalityDepth: 3,
-			partitionSize: 2,
+			partitionSize: 4,
+			lake: { delta: false },
 		});
 		try {
 			for (let i = 0; i < 5; i++) {

@@ -30,7 +30,7 @@ import { OLD_UNSIGNED_TYPES, rewriteListed } from "../helpers/unsigned-folder.js
  * Iceberg and Spark lack or read differently; the blocks' nonce DECIMAL(20,0)), and the upgrade
  * of folders written before (npm run reindex, src/store/upgrade-types.ts).
  *
- * A real backfill of the anvil workload in 2-block partitions (so chunks settle: balance
+ * A real backfill of the anvil workload in 4-block partitions (so chunks settle: balance
  * indexes, merged runs, merged chunks, token metadata), with a ghost file added and one block's
  * nonce set past 2^63 as a proof-of-work chain has; its copy rewritten with the old unsigned
  * types (test/helpers/unsigned-folder.ts, checked against a folder the old code wrote) is
@@ -157,7 +157,9 @@ beforeAll(async () => {
 	await nodeCall(anvil.url, "anvil_mine", ["0x46"]);
 	root = await mkdtemp(join(tmpdir(), "chainlake-upgrade-"));
 	fresh = join(root, "fresh");
-	await backfillInto(fresh, anvil.url, CHAIN, { traces: "parity", partitionSize: 2 });
+	// (4-block partitions: every kind of entry, in half the entries of 2-block ones; each is written
+	// here, rewritten unsigned, and upgraded twice below.)
+	await backfillInto(fresh, anvil.url, CHAIN, { traces: "parity", partitionSize: 4 });
 	db = await DuckDBInstance.create(":memory:");
 
 	// Ghost blocks: the last chunk's blocks under other hashes, kept as a follower keeps reorged-out ones.

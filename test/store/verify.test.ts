@@ -93,8 +93,11 @@ describe("npm run verify and the backfill's repair", () => {
 		truncateSync(truncated, Math.floor(statSync(truncated).size / 2));
 		rmSync(fileOf(dir, "transfers", b));
 
-		for (const flags of [[], ["--quick"], ["--chain", CHAIN_ID]]) {
-			const r = await verify(dir, ...flags);
+		// (Three read-only runs on the same folder: started together.)
+		const flagSets = [[], ["--quick"], ["--chain", CHAIN_ID]];
+		const runs = await Promise.all(flagSets.map((flags) => verify(dir, ...flags)));
+		for (const [i, r] of runs.entries()) {
+			const flags = flagSets[i] as string[];
 			expect(r.code, `${flags} ${r.stdout}${r.stderr}`).toBe(1);
 			expect(r.stdout).toContain(`${CHAIN_ID}: 2 of ${filesOf(clean)} files damaged:`);
 			expect(r.stdout).toContain(`${rel("logs", a)} (blocks 4..7): not a whole Parquet file`);
@@ -157,9 +160,8 @@ describe("npm run verify and the backfill's repair", () => {
 		const fd = openSync(target, "r+");
 		writeSync(fd, Buffer.alloc(64, 0xff), 0, 64, Math.floor(dataEnd(target) / 2));
 		closeSync(fd);
-		const quick = await verify(dir, "--quick");
+		const [quick, full] = await Promise.all([verify(dir, "--quick"), verify(dir)]);
 		expect(quick.code, quick.stdout + quick.stderr).toBe(0);
-		const full = await verify(dir);
 		expect(full.code).toBe(1);
 		expect(full.stdout).toContain(`${rel(d, c)} (blocks ${c.from}..${c.to}): unreadable (`);
 		const line = full.stdout.split("\n").find((l) => l.includes(rel(d, c)));
@@ -168,10 +170,9 @@ describe("npm run verify and the backfill's repair", () => {
 
 	it("is a usage error (exit 2) on a folder without chains or an unknown chain", async () => {
 		const empty = join(root, "empty");
-		const r = await verify(empty);
+		const [r, other] = await Promise.all([verify(empty), verify(clean, "--chain", "eip155-5")]);
 		expect(r.code).toBe(2);
 		expect(r.stderr).toContain("holds no chain folder");
-		const other = await verify(clean, "--chain", "eip155-5");
 		expect(other.code).toBe(2);
 		expect(other.stderr).toContain("has no folder for eip155-5");
 	});
@@ -216,7 +217,9 @@ describe("the follower repairs the ranges it reads itself", () => {
 	});
 });
 
-describe("a damaged manifest", () => {
+// Each case damages a copy of its own, and none writes the clean folder: they run side by side
+// (most of a case is CLI start-ups, five in a row).
+describe.concurrent("a damaged manifest", () => {
 	const damage: [string, (path: string) => void, RegExp][] = [
 		["cut short", (p) => writeFileSync(p, readFileSync(p, "utf8").slice(0, 200)), /it is not whole JSON/],
 		[
@@ -242,7 +245,7 @@ describe("a damaged manifest", () => {
 		async (name, hurt, problem) => {
 			const dir = await copyOfClean(`manifest-${name.replace(/\W/g, "")}`);
 			hurt(manifestFile(dir));
-			for (const r of [await backfill(dir), await verify(dir)]) {
+			for (const r of await Promise.all([backfill(dir), verify(dir)])) {
 				expect(r.code, r.stdout + r.stderr).toBe(1);
 				const out = r.stdout + r.stderr;
 				expect(out).toContain(`${manifestFile(dir)} is damaged: `);
@@ -269,6 +272,8 @@ describe("a damaged manifest", () => {
 			expect((await verify(dir)).code).toBe(0);
 			expect(await datasetRows(dir, CHAIN)).toEqual(cleanRows);
 		},
+		// Five CLI runs in a row, beside the other cases' on two shared cores.
+		300_000,
 	);
 
 	it("without a sound previous generation, says so and what to do instead", async () => {
@@ -282,7 +287,9 @@ describe("a damaged manifest", () => {
 		expect(r.stderr).toContain(`mv ${manifestFile(dir)} ${manifestFile(dir)}.damaged`);
 	});
 
-	it("a sound manifest is not restored over", async () => {
+	// After the others: --restore-manifest takes the clean folder's write lock (its pid in _lock),
+	// which a copy of the folder taken meanwhile would carry.
+	it.sequential("a sound manifest is not restored over", async () => {
 		const r = await verify(clean, "--restore-manifest");
 		expect(r.code).toBe(2);
 		expect(r.stderr).toContain("is sound: nothing to restore");
