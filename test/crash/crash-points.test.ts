@@ -27,9 +27,11 @@ import { seededRandom } from "./seeded.js";
  * backfill byte for byte), with no temporary file, no file the manifest does not list, no lock.
  *
  * Points are chained (the restart after one crash is the run that crashes at the next), so one
- * start of the CLI (~1 s) is both a restart and a crash. With CHAINLAKE_CRASH_FULL=1 (npm run soak) a
- * seeded random series of points, arrivals and kill moments follows (CHAINLAKE_CRASH_SEED
- * repeats one).
+ * start of the CLI (~1 s) is both a restart and a crash. npm test runs a short series of each
+ * writer (a crash in each stage of its write path: 7 backfill runs, 7 follower runs); with
+ * CHAINLAKE_CRASH_FULL=1 (npm run test:long, which CI runs; npm run soak) every point is crashed
+ * at, and a seeded random series of points, arrivals and kill moments follows
+ * (CHAINLAKE_CRASH_SEED repeats one).
  */
 const CHAIN = 31337;
 const CHAIN_ID = `eip155-${CHAIN}`;
@@ -156,6 +158,21 @@ const BACKFILL_SEQUENCE: At[] = [
 	"delta.committed:3", // a save, one table's Delta commit for it written, the others not yet
 	"backfill.chunk-committed:3", // three more chunks committed, the next being fetched
 ];
+/**
+ * The short series (npm test): a crash in each stage of the backfill's write path, each next run
+ * recovering from the one before: a dataset's .tmp, a chunk's files all written but unlisted, the
+ * start-up cleanup of those cut short, the manifest as .tmp, token metadata written unlisted, one
+ * table's Delta commit of a save written and not the others', a crash between commits.
+ */
+const BACKFILL_SHORT: At[] = [
+	"parquet.write.tmp-written", // a fresh folder: the lock and chunk 0's first dataset as .tmp
+	"chunk.files-written", // the .tmp removed at start; all of chunk 0's files, unlisted
+	"recover.file-removed:4", // the start-up cleanup of those files, cut short
+	"manifest.tmp-written", // chunk 0 in _manifest.json.tmp only
+	"metadata.written", // chunk 0 committed, block 0's token metadata files written, unlisted
+	"delta.committed:3", // a save, one table's Delta commit for it written, the others not yet
+	"backfill.chunk-committed:3", // three more chunks committed, the next being fetched
+];
 
 const followArgs = (dir: string) => [
 	...["--follow", `${CHAIN_ID}=${anvil.url}`, "--data-dir", dir],
@@ -174,6 +191,20 @@ const mine: Drive = async (running) => {
 		await sleep(100);
 	}
 };
+/**
+ * Ten blocks with a transfer each, one every 100 ms, once the follower has stored the node's head:
+ * enough for a partition of its one-block files to become final and be compacted. (Blocks without
+ * end keep it appending, its compaction waiting; and each next run has them to catch up on.)
+ */
+const mineTen =
+	(dir: string): Drive =>
+	async (running) => {
+		while (running() && storedHead(dir) < (await nodeHead())) await sleep(20);
+		for (let i = 0; i < 10 && running(); i++) {
+			await sendMined(anvil.url, { from: accounts[i % 3] as string, to: accounts[3] as string, value: "0x1" });
+			await sleep(100);
+		}
+	};
 /** Hashes of the blocks the reorgs below orphaned, by followed folder, for the ghost check. */
 const orphaned = new Map<string, string[]>();
 /** Once the follower has stored the node's head block (that very block: an earlier reorg may be
@@ -230,6 +261,24 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
 	["follow.reorg.committed", none], // orphans unlisted, ghosts listed, their files not retired
 	["recover.file-removed:2", none], // the orphans' files removed at start-up, cut short
 	["manifest.saved", none], // the canonical blocks appended
+];
+/**
+ * The short series (npm test): a crash in each stage of the follower's write path, each next run
+ * recovering from the one before: a catch-up's chunks written but unlisted, a compaction's files
+ * written and not swapped in, an index run committed with its inputs on disk, a merged chunk
+ * likewise, replaced files half deleted, a reorg's ghost file written, a reorg committed without
+ * its canonical blocks. Once down for 48 blocks: the clean backfill compared at the end settles
+ * (and reads the opening balances of) blocks 64 below its head only, and the workload's must be
+ * settled there as in the follower (the full series mines that many as it goes).
+ */
+const FOLLOW_SHORT = (dir: string): [At, Drive, (() => Promise<void>)?][] => [
+	["follow.append.chunk-written:3", none], // a fresh folder: 3 chunks of the catch-up written, unlisted
+	["follow.compact.files-written", mineTen(dir)], // the first compaction's files complete, the manifest unchanged
+	["runs.committed", none, downtime(48)], // caught up again, a run listed, its inputs unlisted but on disk
+	["chunks.committed", none], // a merged chunk listed, the small chunks' files on disk
+	["follow.retire.file-removed:4", mineTen(dir)], // the next compaction's small files, half deleted
+	["follow.reorg.ghosts-written", reorg(dir)], // a reorg of the top 2 blocks: its ghost file written
+	["follow.reorg.committed", none], // the restart sees it again: orphans unlisted, ghosts listed
 ];
 
 /**
@@ -295,44 +344,86 @@ async function finishAndCompare(dir: string, cleanName: string) {
 	expect(canonical.filter((h) => gone.includes(h))).toEqual([]);
 }
 
+/** A backfill series on one folder, then a clean finish: byte for byte the clean run's files. */
+async function backfillSeries(name: string, sequence: At[]) {
+	const clean = join(root, `${name}-clean`);
+	await backfillInto(clean, anvil.url, CHAIN, { to: workloadHead, partitionSize: 3, traces: "parity" });
+	const expected = fileHashes(join(clean, CHAIN_ID));
+	expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBeGreaterThan(9 * 10);
+
+	const dir = join(root, `${name}-crashed`);
+	for (const at of sequence) {
+		await crashAt("backfill.ts", backfillArgs(dir), at);
+		await assertReadable(join(dir, CHAIN_ID), at);
+	}
+	const done = await runScript("backfill.ts", backfillArgs(dir));
+	expect(done.code, done.stderr).toBe(0);
+	assertTidy(join(dir, CHAIN_ID));
+	expect(fileHashes(join(dir, CHAIN_ID))).toEqual(expected);
+	expect((await checkDeltaLogs(dir, CHAIN)).problems).toEqual([]);
+	const [got, want] = await Promise.all([datasetRows(dir, CHAIN), datasetRows(clean, CHAIN)]);
+	for (const d of Object.keys(want)) expect(got[d], d).toEqual(want[d]);
+}
+
+/** A follower series on one folder, then a clean finish equal to a clean backfill. */
+async function followerSeries(name: string, sequence: (dir: string) => [At, Drive, (() => Promise<void>)?][]) {
+	const dir = join(root, name);
+	for (const [at, drive, before] of sequence(dir)) {
+		await before?.();
+		await crashAt("follow.ts", followArgs(dir), at, drive);
+		await assertReadable(join(dir, CHAIN_ID), at);
+	}
+	await finishAndCompare(dir, `${name}-clean`);
+}
+
 // The two chains of runs share the node (the backfill's range is fixed, below the follower's
 // reorgs) and run side by side: most of a run is the CLI's start-up, which the other overlaps.
-describe.concurrent("crash at every point, restart", () => {
-	it("backfill: ends with the clean run's files, byte for byte", async () => {
-		const clean = join(root, "backfill-clean");
-		await backfillInto(clean, anvil.url, CHAIN, { to: workloadHead, partitionSize: 3, traces: "parity" });
-		const expected = fileHashes(join(clean, CHAIN_ID));
-		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBeGreaterThan(9 * 10);
+// The short and the full series run one after the other: a follower series needs a quiet chain
+// for its merges, which the other's mining and reorgs would not give it. Timeouts: under a full
+// parallel suite on 2 cores a CLI start alone can take several seconds (the full follower series,
+// 21 CLI runs, took about 420 s here with the machine otherwise quiet): hang guards, not speed checks.
+const SERIES = [
+	{
+		title: "crash at a point of each stage, restart",
+		on: true,
+		name: "short",
+		backfill: BACKFILL_SHORT,
+		follow: FOLLOW_SHORT,
+		followMs: 480_000,
+	},
+	{
+		title: "crash at every point, restart (CHAINLAKE_CRASH_FULL=1)",
+		on: FULL,
+		name: "full",
+		backfill: BACKFILL_SEQUENCE,
+		follow: FOLLOW_SEQUENCE,
+		followMs: 720_000,
+	},
+];
+for (const series of SERIES) {
+	// (Its two tests concurrent, the describe not: concurrent describes would run side by side too.)
+	describe.runIf(series.on)(series.title, () => {
+		it.concurrent(
+			"backfill: ends with the clean run's files, byte for byte",
+			() => backfillSeries(`backfill-${series.name}`, series.backfill),
+			300_000,
+		);
 
-		const dir = join(root, "backfill-crashed");
-		for (const at of BACKFILL_SEQUENCE) {
-			await crashAt("backfill.ts", backfillArgs(dir), at);
-			await assertReadable(join(dir, CHAIN_ID), at);
-		}
-		const done = await runScript("backfill.ts", backfillArgs(dir));
-		expect(done.code, done.stderr).toBe(0);
-		assertTidy(join(dir, CHAIN_ID));
-		expect(fileHashes(join(dir, CHAIN_ID))).toEqual(expected);
-		expect((await checkDeltaLogs(dir, CHAIN)).problems).toEqual([]);
-		const [got, want] = await Promise.all([datasetRows(dir, CHAIN), datasetRows(clean, CHAIN)]);
-		for (const d of Object.keys(want)) expect(got[d], d).toEqual(want[d]);
-	}, 300_000);
-
-	it("follower: ends equal to a clean backfill, orphaned blocks kept as ghosts", async () => {
-		const dir = join(root, "followed");
-		for (const [at, drive, before] of FOLLOW_SEQUENCE(dir)) {
-			await before?.();
-			await crashAt("follow.ts", followArgs(dir), at, drive);
-			await assertReadable(join(dir, CHAIN_ID), at);
-		}
-		await finishAndCompare(dir, "follow-clean");
-		// 20 CLI runs; under a full parallel suite on 2 cores a start alone can take several seconds
-		// (about 420 s here with the machine otherwise quiet, near the former 480 s limit: a hang guard, not a speed check).
-	}, 720_000);
-});
+		it.concurrent(
+			"follower: ends equal to a clean backfill, orphaned blocks kept as ghosts",
+			() => followerSeries(`followed-${series.name}`, series.follow),
+			series.followMs,
+		);
+	});
+}
 
 describe("coverage", () => {
-	it("every crash point was reached by a run above", () => {
+	it("the short series reached each of its points", () => {
+		const short = [...BACKFILL_SHORT, ...FOLLOW_SHORT("").map(([at]) => at)].map((at) => at.split(":")[0]);
+		expect(short.filter((p) => !reached.has(p as CrashPointName))).toEqual([]);
+	});
+
+	it.runIf(FULL)("every crash point was reached by a run above (CHAINLAKE_CRASH_FULL=1)", () => {
 		expect(CRASH_POINTS.filter((p) => !reached.has(p))).toEqual([]);
 		expect(CRASH_POINTS.length).toBeGreaterThanOrEqual(20);
 	});
