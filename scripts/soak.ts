@@ -92,7 +92,7 @@ try {
 if (values.suites) {
 	const runs: [string, string[], Record<string, string>][] = [
 		["fuzz, 20,000 runs", ["test/api/fuzz.test.ts"], { CHAINLAKE_FUZZ_RUNS: "20000" }],
-		["crash points, full matrix", ["test/crash"], { CHAINLAKE_CRASH_FULL: "1" }],
+		["crash points, full matrix", ["test/crash"], { CHAINLAKE_CRASH_FULL: "1", CHAINLAKE_CRASH_SOAK: "1" }],
 		...[11, 22, 33].map(
 			(seed) =>
 				[
