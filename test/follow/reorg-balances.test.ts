@@ -137,6 +137,8 @@ beforeAll(async () => {
 		traces: "parity",
 		finalityDepth: 15,
 		partitionSize: 4,
+		// No Delta Lake logs: nothing here reads them, and they are a good part of a save's CPU.
+		lake: { delta: false },
 	});
 	await follower.step();
 	await follower.merges();
