@@ -47,7 +47,8 @@ for (const id of chains) {
 		parseChainId(id),
 		(from, to) => process.stderr.write(`${id}: indexed blocks ${from}..${to}\n`),
 		compactRows,
-		(what) => process.stderr.write(`${id}: signed column types for ${what}\n`),
+		(what) =>
+			process.stderr.write(`${id}: rewrote ${what} in this version's format (signed column types, index row groups)\n`),
 		lake,
 	);
 	process.stdout.write(`${id}: ${n} chunks indexed in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);

@@ -8,7 +8,7 @@ import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
 import type { TransferRow } from "../../src/extract/rows.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { replaceChunks } from "../../src/store/chunks/chunk-store.js";
-import { createParquetWriter, INDEX_ROW_GROUP_SIZE } from "../../src/store/files/parquet-writer.js";
+import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
 import { INDEXES, indexesFor } from "../../src/store/format/indexes.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
@@ -24,7 +24,7 @@ import { INDEX_SIDES, indexDiff } from "../helpers/index-rows.js";
  * Index files on a real backfill of the anvil workload (partitions of 8 blocks, so many chunks):
  * each chunk lists both indexes, and each index file holds exactly the rows computed here,
  * independently, from the chunk's dataset file (one per side, the other side only when it
- * differs), sorted by (address, id), in row groups of at most INDEX_ROW_GROUP_SIZE rows with
+ * differs), sorted by (address, id), in row groups of at most INDEXES.transfers_by_address.rowGroupSize rows with
  * min/max statistics on `address`.
  */
 const CHAIN = 31337;
@@ -137,7 +137,7 @@ describe("index files of a backfilled chain", () => {
 		}
 	});
 
-	it("splits a large index into row groups of at most INDEX_ROW_GROUP_SIZE, each with its own address range", async () => {
+	it("splits a large index into row groups of at most its rowGroupSize, each with its own address range", async () => {
 		// The workload's files are small (one row group each): derive the index of a chunk of 40 000 transfers.
 		const writer = await createParquetWriter();
 		const addr = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
@@ -172,10 +172,10 @@ describe("index files of a backfilled chain", () => {
 				`SELECT row_group_id AS g, row_group_num_rows AS n, stats_min_value AS lo, stats_max_value AS hi
 				 FROM parquet_metadata(${q(out)}) WHERE path_in_schema = 'address' ORDER BY g`,
 			);
-			expect(groups.length).toBeGreaterThanOrEqual(Math.ceil(n / INDEX_ROW_GROUP_SIZE));
+			expect(groups.length).toBeGreaterThanOrEqual(Math.ceil(n / INDEXES.transfers_by_address.rowGroupSize));
 			expect(groups.reduce((s, g) => s + Number(g.n), 0)).toBe(n);
 			for (const [k, g] of groups.entries()) {
-				expect(Number(g.n)).toBeLessThanOrEqual(INDEX_ROW_GROUP_SIZE);
+				expect(Number(g.n)).toBeLessThanOrEqual(INDEXES.transfers_by_address.rowGroupSize);
 				expect(g.lo, `group ${k}`).toBeTruthy();
 				expect(g.hi, `group ${k}`).toBeTruthy();
 				expect(String(g.lo) <= String(g.hi)).toBe(true);

@@ -101,13 +101,12 @@ export function parquetCopyOptions(rows: number): string {
 }
 
 /**
- * Options of index files. Row groups are smaller than the datasets': a wallet lookup decodes one
- * whole row group of every column, so a quiet wallet's page gets cheaper. DuckDB's default
- * dictionary limit is kept: min/max statistics of the sorted `address` column do the pruning,
+ * Options of index files. Row groups are smaller than the datasets' (each index's rowGroupSize,
+ * format/indexes.ts): a lookup decodes one whole row group of every column it reads. DuckDB's
+ * default dictionary limit is kept: min/max statistics of the sorted key column do the pruning,
  * and bloom filters on every high-cardinality column would add about a third to the files
  * (BENCHMARKS.md); `address` itself repeats enough to stay dictionary-encoded, with a bloom filter.
  */
-export const INDEX_ROW_GROUP_SIZE = 16_384;
 export const indexCopyOptions = (index: IndexName) =>
 	`FORMAT parquet, COMPRESSION ${quote(PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEXES[index].rowGroupSize}`;
 

@@ -70,6 +70,17 @@ const deltas = (kind: HoldingKind, sortKey: string, key: "address" | "token", do
 const DELTAS_DOC =
 	"net change of the holding over the file's blocks, as signed sums `d0`..`d8` of the amounts' 9-digit decimal limbs (balance = Σ d_k × 10^(9k), exact for uint256), with the first and last block of a change and the transfers counted; merged runs sum them";
 
+/**
+ * Row groups of the by-address indexes. A wallet lookup decompresses the whole row group its
+ * rows sit in, of every column it reads (15 for transfers, 25 for transactions), and the address
+ * column alone prunes the rest: measured on M's newest transfers part (issue 26, BENCHMARKS.md),
+ * a quiet wallet's rows cost 6.3-8.1 ms in files of 32 row groups of 16,384 rows, 3.7-5.1 ms of
+ * 4,096, 2.9-4.1 of 2,048; the bytes grow as the groups shrink (+13% at 4,096, +21% at 2,048:
+ * dictionaries and zstd frames restart with each group), so 4,096 halves the cost for the
+ * smaller share of bytes. Key-range parts (key-parts.ts) keep each file at about 32 groups.
+ */
+export const BY_ADDRESS_ROW_GROUP_SIZE = 4_096;
+
 /** The other side is kept only when it differs, so a self-transfer appears once. */
 const bySides = (a: string, b: string) => (src: string) =>
 	`SELECT ${a} AS address, * FROM ${src} WHERE ${a} IS NOT NULL UNION ALL SELECT ${b} AS address, * FROM ${src} WHERE ${b} IS NOT NULL AND ${b} IS DISTINCT FROM ${a}`;
@@ -80,7 +91,7 @@ export const INDEXES = {
 		select: bySides("sender", "recipient"),
 		sortKey: "address, id",
 		key: "address",
-		rowGroupSize: 16_384,
+		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
 		doc: "every transfers row once per address it involves (`address` = sender, then recipient if different), sorted by address and id",
 	},
 	transactions_by_address: {
@@ -88,7 +99,7 @@ export const INDEXES = {
 		select: bySides("from_address", "to_address"),
 		sortKey: "address, id",
 		key: "address",
-		rowGroupSize: 16_384,
+		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
 		doc: "every transactions row once per address it involves (`address` = from_address, then to_address if different), sorted by address and id",
 	},
 	// Lookup records (lookup-records.ts): a lookup by hash reads two columns of one small row

@@ -19,9 +19,10 @@ import { checkRuns } from "./verify-runs.js";
 /* `npm run reindex` (repair/): a chain's files brought up to this version's format, under its write lock. */
 
 /**
- * Rewrites the files written with unsigned integer types (upgrade-types.ts), then writes the
- * index files a chain's chunks lack (data written before indexes existed, or with new index
- * kinds), committing each entry in the manifest as it goes, so an interrupted run resumes. Takes
+ * Rewrites the files written with unsigned integer types, and index files in larger row groups
+ * than this version writes (upgrade-types.ts, coarse-indexes.ts), then writes the index files a
+ * chain's chunks lack (data written before indexes existed, or with new index kinds),
+ * committing each entry in the manifest as it goes, so an interrupted run resumes. Takes
  * the chain's write lock: no backfill or follower may run meanwhile.
  */
 export async function reindexChain(

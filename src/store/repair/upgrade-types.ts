@@ -13,6 +13,7 @@ import { GHOST_DATASET, nextGeneration } from "../format/manifest.js";
 import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, METADATA_TABLES } from "../format/records.js";
 import { NONCE } from "../format/schema.js";
 import { filterPath } from "../indexes/key-filter.js";
+import { isCoarse, regroup } from "./coarse-indexes.js";
 
 /*
  * Folders written before the stored integers became signed (schema.ts) hold UBIGINT, UINTEGER
@@ -20,6 +21,8 @@ import { filterPath } from "../indexes/key-filter.js";
  * not read as DuckDB wrote them. `npm run reindex` rewrites every listed file that has one, with
  * each unsigned type replaced by its signed equivalent and the blocks' proof-of-work `nonce` as
  * DECIMAL(20,0), in the same sort order, row groups, bloom filters and key filters as written.
+ * The same pass regroups index files written in coarser row groups than this version writes
+ * (coarse-indexes.ts): an entry is rewritten for either reason, once.
  *
  * Files are never overwritten: their names carry the generation that first listed them
  * (layout.ts), so all the files of one manifest entry (a chunk's datasets and indexes, a run, a
@@ -43,6 +46,8 @@ interface FileOf {
 	blocks: boolean;
 	/** It has a key filter beside it (index files): copied to the new name. */
 	filter: boolean;
+	/** A key-range part of an index file (every part of it follows in order). */
+	index?: { name: IndexName; part: number; parts: number };
 }
 
 const ident = (s: string) => `"${s.replaceAll('"', '""')}"`;
@@ -109,11 +114,26 @@ const ofIndex = (dataDir: string, chain: string, i: IndexName, from: RangeId, to
 		// An index of blocks rows (blocks_by_hash) has their nonce.
 		blocks: def.source === "blocks" && def.columns === undefined,
 		filter: k === 0,
+		index: { name: i, part: k, parts },
 	}));
 };
 
-/** A manifest entry's files, read from its names at `gen` (now) and written at `to` (the new generation). */
-type Entry = { files: (to: RangeId) => FileOf[]; range: RangeId; commit: (gen: number) => void; what: string };
+/**
+ * A manifest entry's files, read from its names at `gen` (now) and written at `to` (the new
+ * generation); `commit` takes the new generation and the indexes' new counts of parts.
+ */
+type Entry = {
+	files: (to: RangeId) => FileOf[];
+	range: RangeId;
+	commit: (gen: number, parts: Map<IndexName, number>) => void;
+	what: string;
+};
+
+/** Sets an index's count of key-range parts in an entry's `parts` record (absent: one). */
+function setParts(record: Partial<Record<IndexName, number>>, index: IndexName, parts: number): void {
+	if (parts > 1) record[index] = parts;
+	else delete record[index];
+}
 
 function entriesOf(dataDir: string, m: Manifest): Entry[] {
 	const chain = m.chain;
@@ -123,8 +143,12 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 			...c.datasets.map((d) => ofDataset(dataDir, chain, d, c, to)),
 			...(c.indexes ?? []).flatMap((i) => ofIndex(dataDir, chain, i, c, to, c.parts?.[i])),
 		],
-		commit: (gen) => {
+		commit: (gen, parts) => {
 			c.gen = gen;
+			if (parts.size === 0) return;
+			c.parts ??= {};
+			for (const [i, n] of parts) setParts(c.parts, i, n);
+			if (Object.keys(c.parts).length === 0) delete c.parts;
 		},
 		what: `blocks ${c.from}..${c.to}`,
 	});
@@ -134,8 +158,12 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 			(r): Entry => ({
 				range: r,
 				files: (to) => ofIndex(dataDir, chain, r.index, r, to, r.parts),
-				commit: (gen) => {
+				commit: (gen, parts) => {
 					r.gen = gen;
+					const n = parts.get(r.index);
+					if (n === undefined) return;
+					if (n > 1) r.parts = n;
+					else delete r.parts;
 				},
 				what: `run ${r.index} ${r.from}..${r.to}`,
 			}),
@@ -186,6 +214,40 @@ async function entryStale(writer: ParquetWriter, files: FileOf[]): Promise<boole
 	return false;
 }
 
+/** The entry's index files in coarser row groups than written now (coarse-indexes.ts). */
+async function coarseOf(writer: ParquetWriter, files: FileOf[]): Promise<Set<IndexName>> {
+	const out = new Set<IndexName>();
+	for (const f of files)
+		if (f.index?.part === 0 && (await isCoarse(writer, f.index.name, f.from))) out.add(f.index.name);
+	return out;
+}
+
+/**
+ * Rewrites an entry's files at their new names: each in its upgraded types, and a coarse
+ * index's parts regrouped into this version's row groups and parts (first upgraded under
+ * temporary names, then merged into the new name). Returns the coarse indexes' new counts of parts.
+ */
+async function rewriteEntry(writer: ParquetWriter, files: FileOf[], coarse: Set<IndexName>) {
+	const parts = new Map<IndexName, number>();
+	const pending = new Map<IndexName, { to: string; typed: string[] }>();
+	for (const f of files) {
+		const index = f.index;
+		if (!index || !coarse.has(index.name)) {
+			await rewrite(writer, f);
+			continue;
+		}
+		const p = pending.get(index.name) ?? { to: f.to, typed: [] };
+		pending.set(index.name, p);
+		const typed = `${f.to}.regroup`;
+		await rewrite(writer, { ...f, to: typed, filter: false });
+		p.typed.push(typed);
+		// Key filters hold the keys only: the part-0 filter covers the whole file, however it is split.
+		if (f.filter && existsSync(filterPath(f.from))) await copyDurably(filterPath(f.from), filterPath(p.to));
+		if (index.part === index.parts - 1) parts.set(index.name, await regroup(writer, index.name, p.typed, p.to));
+	}
+	return parts;
+}
+
 /**
  * Rewrites, entry by entry, every listed file with an unsigned integer type (see the module
  * comment), one manifest save per entry; `retire` gets each save's unlisted files. Returns the
@@ -201,11 +263,11 @@ export async function upgradeTypes(
 	let done = 0;
 	for (const entry of entriesOf(dataDir, m)) {
 		const current = entry.files(entry.range);
-		if (!(await entryStale(writer, current))) continue;
+		const coarse = await coarseOf(writer, current);
+		if (coarse.size === 0 && !(await entryStale(writer, current))) continue;
 		const gen = nextGeneration(m);
 		const files = entry.files({ ...entry.range, gen });
-		for (const f of files) await rewrite(writer, f);
-		entry.commit(gen);
+		entry.commit(gen, await rewriteEntry(writer, files, coarse));
 		await saveManifest(dataDir, m);
 		await retire(files.flatMap((f) => (f.filter ? [f.from, filterPath(f.from)] : [f.from])));
 		onEntry?.(entry.what);

@@ -1,0 +1,40 @@
+import { rm } from "node:fs/promises";
+import { sqlString as quote } from "../../util/sql-string.js";
+import type { ParquetWriter } from "../files/parquet-writer.js";
+import { INDEXES, type IndexName } from "../format/indexes.js";
+
+/*
+ * Index files written in larger row groups than this version writes (the by-address indexes had
+ * 16,384 rows a group before issue 26 measured 4,096 twice as fast for a wallet lookup). They
+ * read correctly, only slower; `npm run reindex` rewrites them with the other format upgrades
+ * (upgrade-types.ts: the whole manifest entry under its next generation, names never reused), in
+ * this version's row groups and key-range parts (the parts' count grows as the groups shrink).
+ */
+
+/** The largest row group of a file. */
+async function largestRowGroup(writer: ParquetWriter, path: string): Promise<number> {
+	const [row] = await writer.select(
+		`SELECT max(row_group_num_rows)::BIGINT AS n FROM parquet_metadata(${quote(path)})`,
+	);
+	return Number(row?.n ?? 0);
+}
+
+/**
+ * Whether an index file (its first key-range part stands for all: one write made them) has
+ * coarser row groups than `index` is written in now. DuckDB's ROW_GROUP_SIZE is a target, not a
+ * cap: a short tail joins the group before it (5,606 rows at a target of 4,096 make one group),
+ * so only groups past twice the target are another version's.
+ */
+export const isCoarse = async (writer: ParquetWriter, index: IndexName, path: string): Promise<boolean> =>
+	(await largestRowGroup(writer, path)) > 2 * INDEXES[index].rowGroupSize;
+
+/**
+ * Writes the rows of `parts` (an index file's key-range parts, already in this version's column
+ * types) at `to` in this version's row groups and parts, and deletes `parts`; returns the new
+ * count of parts. The rows and their order are the same (index files are sorted by their key).
+ */
+export async function regroup(writer: ParquetWriter, index: IndexName, parts: string[], to: string): Promise<number> {
+	const written = await writer.mergeIndex(index, parts, to);
+	await Promise.all(parts.map((p) => rm(p, { force: true })));
+	return written.parts;
+}

@@ -1,0 +1,135 @@
+import { mkdtemp, rename, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createStore } from "../../src/query/store/create-store.js";
+import { findWalletTransactions } from "../../src/query/transactions.js";
+import { findTransfers } from "../../src/query/transfers.js";
+import { INDEXES } from "../../src/store/format/indexes.js";
+import { partPaths } from "../../src/store/format/key-parts.js";
+import { loadManifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
+import { indexFiles, listedPaths } from "../../src/store/indexes/listing.js";
+import { reindexChain } from "../../src/store/repair/reindex.js";
+import { verifyChain } from "../../src/store/repair/verify.js";
+import type { Scale } from "../../src/synth/scales.js";
+import { writeSynthChain } from "../../src/synth/synth.js";
+import { parseChainId } from "../../src/util/chain.js";
+
+/**
+ * Index files written in larger row groups than this version writes (the by-address indexes
+ * before issue 26: 16,384 rows a group, now 4,096): they still answer, and `npm run reindex`
+ * writes them again in this version's row groups and key-range parts (src/store/repair/coarse-indexes.ts),
+ * with the same answers, verify clean, and nothing to do on a second run.
+ */
+const SCALE: Scale = { blocks: 600, accounts: 800, contracts: 20, factories: 3, partitionSize: 600 };
+const CHAIN = parseChainId("eip155-1");
+const BY_ADDRESS = ["transfers_by_address", "transactions_by_address"] as const;
+let root: string;
+let db: DuckDBInstance;
+
+const q = (s: string) => `'${s.replaceAll("'", "''")}'`;
+async function select(sql: string): Promise<Record<string, unknown>[]> {
+	const conn = await db.connect();
+	try {
+		return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+	} finally {
+		conn.closeSync();
+	}
+}
+const largestGroup = async (path: string) =>
+	Number((await select(`SELECT max(row_group_num_rows) AS n FROM parquet_metadata(${q(path)})`))[0]?.n);
+const byAddressFiles = (m: Manifest) =>
+	BY_ADDRESS.flatMap((index) => indexFiles(root, m, index).map((f) => ({ index, ...f })));
+
+/** Every wallet page the by-address indexes answer, for the busiest addresses. */
+async function answers(addresses: string[]) {
+	const store = await createStore(root);
+	try {
+		const out: unknown[] = [];
+		const page = { start: 0, end: SCALE.blocks, limit: 50, order: "desc" as const };
+		for (const address of addresses) {
+			out.push(await findTransfers(store.snapshot(CHAIN.id), { address }, page));
+			out.push(await findWalletTransactions(store.snapshot(CHAIN.id), { address }, page));
+		}
+		return JSON.stringify(out, (_, v) => (typeof v === "bigint" ? v.toString() : v));
+	} finally {
+		store.close();
+	}
+}
+
+beforeAll(async () => {
+	root = await mkdtemp(join(tmpdir(), "chainlake-coarse-"));
+	db = await DuckDBInstance.create(":memory:");
+	await writeSynthChain({ scale: SCALE, chain: CHAIN, dataDir: root, partitionSize: SCALE.partitionSize });
+	// As an older version wrote them: each by-address file (one part at this size) rewritten in
+	// row groups of 16,384 rows, same rows, same order, same name.
+	const conn = await db.connect();
+	try {
+		for (const f of byAddressFiles(await loadManifest(root, CHAIN.id, CHAIN.number))) {
+			expect(f.parts).toBe(1);
+			await conn.run(
+				`COPY (SELECT * FROM read_parquet(${q(f.path)})) TO ${q(`${f.path}.old`)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)`,
+			);
+			await rename(`${f.path}.old`, f.path);
+		}
+	} finally {
+		conn.closeSync();
+	}
+}, 180_000);
+
+afterAll(async () => {
+	db?.closeSync();
+	if (root) await rm(root, { recursive: true, force: true });
+});
+
+describe("index files in coarser row groups than this version writes", () => {
+	it("are read as they are, then rewritten by reindex in this version's row groups, answering the same", async () => {
+		const before = await loadManifest(root, CHAIN.id, CHAIN.number);
+		const old = byAddressFiles(before);
+		expect(old.length).toBeGreaterThan(0);
+		// The fixture is only a fixture if some file has a group past today's size.
+		const groups = await Promise.all(old.map((f) => largestGroup(f.path)));
+		expect(Math.max(...groups)).toBeGreaterThan(2 * INDEXES.transfers_by_address.rowGroupSize);
+		const busiest = (
+			await select(
+				`SELECT address FROM read_parquet([${old
+					.filter((f) => f.index === "transfers_by_address")
+					.map((f) => q(f.path))
+					.join(", ")}]) GROUP BY address ORDER BY count(*) DESC, address LIMIT 5`,
+			)
+		).map((r) => String(r.address));
+		const answered = await answers(busiest);
+
+		// Parts of 8,192 rows: the regrouped files split anew into more key-range parts than they had.
+		process.env.CHAINLAKE_PART_ROWS = "8192";
+		try {
+			await reindexChain(root, CHAIN);
+		} finally {
+			delete process.env.CHAINLAKE_PART_ROWS;
+		}
+		const after = await loadManifest(root, CHAIN.id, CHAIN.number);
+		const now = byAddressFiles(after);
+		// Every chunk indexed again, under new names, each part in today's row groups.
+		expect(now.length).toBeGreaterThanOrEqual(old.length);
+		for (const f of now) {
+			expect(old.map((o) => o.path)).not.toContain(f.path);
+			// (A target, not a cap: DuckDB joins a short tail to the group before it.)
+			for (const part of partPaths(f.path, f.parts))
+				expect(await largestGroup(part)).toBeLessThanOrEqual(2 * INDEXES[f.index].rowGroupSize);
+		}
+		expect(Math.max(...now.map((f) => f.parts))).toBeGreaterThan(1);
+		expect(await answers(busiest)).toBe(answered);
+		const report = await verifyChain(root, CHAIN.id);
+		expect(report.manifestError).toBeNull();
+		expect(report.problems).toEqual([]);
+		// A second run finds nothing coarse.
+		const gen = after.generation;
+		await reindexChain(root, CHAIN);
+		expect((await loadManifest(root, CHAIN.id, CHAIN.number)).generation).toBe(gen);
+		// The coarse files are no longer listed (retired: deleted once no reader can hold them).
+		const listed = listedPaths(root, after);
+		for (const f of old) expect(listed.has(f.path)).toBe(false);
+	}, 180_000);
+});
