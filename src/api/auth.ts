@@ -1,5 +1,5 @@
 import { ApiError } from "./errors.js";
-import { hashKey, isValidKey, KEY_RULE_TEXT, type Keyring } from "./keys.js";
+import { isValidKey, KEY_RULE_TEXT, type Keyring } from "./keys.js";
 
 const HOW = "send Authorization: Bearer <key> (or Basic auth with the key as username and an empty password)";
 
@@ -32,10 +32,9 @@ export function keyFromHeader(header: string | undefined): string {
  */
 export function authenticate(keyring: Keyring, header: string | undefined): string {
 	// Fail closed, before looking at the request: with the key file damaged no key is known.
-	const unavailable = keyring.unavailable();
-	if (unavailable !== null) throw new ApiError(503, "KEYS_UNAVAILABLE", unavailable);
-	const key = keyFromHeader(header);
-	if (!keyring.verify(key))
+	const checked = keyring.check(() => keyFromHeader(header));
+	if ("unavailable" in checked) throw new ApiError(503, "KEYS_UNAVAILABLE", checked.unavailable);
+	if (!checked.hash)
 		throw new ApiError(401, "INVALID_API_KEY", "unknown or revoked API key: create one with npm run keys -- create");
-	return hashKey(key).toString("hex");
+	return checked.hash.toString("hex");
 }

@@ -134,8 +134,9 @@ export function createKeyring(opts: { path: string; envKeys?: string[]; log?: Pi
 	const refresh = () => {
 		let stamp = "none";
 		try {
-			const st = statSync(opts.path);
-			stamp = `${st.ino}:${st.mtimeMs}:${st.ctimeMs}:${st.size}`;
+			// (No exception for a missing file: building one costs more than the stat, every request.)
+			const st = statSync(opts.path, { throwIfNoEntry: false });
+			if (st) stamp = `${st.ino}:${st.mtimeMs}:${st.ctimeMs}:${st.size}`;
 		} catch {}
 		if (stamp === seen) return;
 		seen = stamp;
@@ -157,24 +158,37 @@ export function createKeyring(opts: { path: string; envKeys?: string[]; log?: Pi
 	refresh();
 	if (damaged) throw damaged;
 	serving = true;
+	/** Why no key can be checked now (the key file is damaged), for clients: the file's name, not its path. */
+	const unavailable = (): string | null => {
+		refresh();
+		return damaged
+			? `API keys cannot be checked: the server's key file ${basename(opts.path)} is damaged; its operator must fix it or restore it (the server log says what is wrong). Retry later`
+			: null;
+	};
+	/** The key's hash if it is one of the keys as last read (no look at the file). */
+	const known = (key: string): Buffer | null => {
+		if (damaged) return null;
+		const h = hashKey(key);
+		let ok = false;
+		for (const candidate of [...envHashes, ...fileHashes]) {
+			if (candidate.length === h.length && timingSafeEqual(candidate, h)) ok = true;
+		}
+		return ok ? h : null;
+	};
 	return {
 		verify(key: string): boolean {
 			refresh();
-			if (damaged) return false;
-			const h = hashKey(key);
-			let ok = false;
-			for (const candidate of [...envHashes, ...fileHashes]) {
-				if (candidate.length === h.length && timingSafeEqual(candidate, h)) ok = true;
-			}
-			return ok;
+			return known(key) !== null;
 		},
-		/** Why no key can be checked now (the key file is damaged), for clients: the file's name, not its path. */
-		unavailable(): string | null {
-			refresh();
-			return damaged
-				? `API keys cannot be checked: the server's key file ${basename(opts.path)} is damaged; its operator must fix it or restore it (the server log says what is wrong). Retry later`
-				: null;
+		/**
+		 * A request's check: why no key can be checked (the file looked at again, as `unavailable`),
+		 * else `key()`'s hash if it is a valid key, or null. One look at the file and one hash per request.
+		 */
+		check(key: () => string): { unavailable: string } | { hash: Buffer | null } {
+			const why = unavailable();
+			return why !== null ? { unavailable: why } : { hash: known(key()) };
 		},
+		unavailable,
 		count(): number {
 			refresh();
 			return envHashes.length + fileHashes.length;
