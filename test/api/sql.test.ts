@@ -32,7 +32,8 @@ async function appWith(
 		store: f.store,
 		keyring: createKeyring({ path: join(f.dataDir, "_keys.json"), envKeys: [TEST_KEY] }),
 		dataDir: f.dataDir,
-		sql: { enabled: true, limits },
+		// One slot: each app starts one SQL process, not one a slot (npm test's time).
+		sql: { enabled: true, limits: { concurrency: 1, ...limits } },
 		...extra,
 	});
 	apps.push(app);

@@ -5,27 +5,9 @@
  * refusal goes back as its status and code; anything else as a failure. When the API process
  * goes, the IPC channel closes and this process ends with it.
  */
-import type { Manifest } from "../../store/format/records.js";
-import type { SqlColumn } from "./result-columns.js";
-import type { SqlLimits } from "./sql-limits.js";
+import type { ChildMessage, SqlJob, STOP } from "./sql-job.js";
 import { SqlRefusedError } from "./sql-refusals.js";
 import { runUserSql } from "./user-sql.js";
-
-export interface SqlJob {
-	sql: string;
-	dataDir: string;
-	manifest: Manifest | null;
-	limits: SqlLimits;
-	parquet: boolean;
-}
-
-export type ChildMessage =
-	| { type: "ready" }
-	| { type: "columns"; columns: SqlColumn[] }
-	| { type: "rows"; rows: unknown[][] }
-	| { type: "done"; elapsedMs: number; rows: number; parquet?: Uint8Array }
-	| { type: "refused"; status: 400 | 503; code: string; message: string }
-	| { type: "failed"; message: string };
 
 const send = (m: ChildMessage) =>
 	new Promise<void>((resolve, reject) => {
@@ -33,16 +15,25 @@ const send = (m: ChildMessage) =>
 		process.send(m, undefined, {}, (err) => (err ? reject(err) : resolve()));
 	});
 
+let stopping = false;
+
 process.on("disconnect", () => process.exit(0));
-process.on("message", (job: SqlJob) => {
+process.on("message", (message: SqlJob | typeof STOP) => {
+	if (!("sql" in message)) {
+		stopping = true;
+		return;
+	}
+	const job = message;
+	stopping = false;
 	void (async () => {
 		try {
 			const result = await runUserSql({
 				...job,
 				sink: {
 					columns: (columns) => void send({ type: "columns", columns }),
-					// The API process counts the bytes in its own encoding (and stops this process past the limit).
+					// The API process counts the bytes in its own encoding, and says STOP past the limit.
 					rows: async (rows) => {
+						if (stopping) throw new SqlRefusedError(400, "RESPONSE_TOO_LARGE", "stopped by the API process");
 						await send({ type: "rows", rows });
 						return 0;
 					},

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { SqlSink } from "./result-columns.js";
-import type { ChildMessage, SqlJob } from "./sql-child.js";
+import { type ChildMessage, type SqlJob, STOP } from "./sql-job.js";
 import type { SqlLimits } from "./sql-limits.js";
 import { SqlRefusedError, tooLarge } from "./sql-refusals.js";
 
@@ -21,8 +21,9 @@ import { SqlRefusedError, tooLarge } from "./sql-refusals.js";
  * kernel reports (/proc/<pid>/status), and SIGKILL ends it at once, whatever it is doing, with
  * all its memory. The API process itself then never holds a statement's memory.
  *
- * The cost: a process start (~0.5 s, off the request's path: children are kept and a killed one
- * is replaced at once) and the answer's rows crossing IPC (BENCHMARKS.md, "SQL in a process of
+ * The cost: a process start (~0.8 s, off the request's path but for the server's first
+ * statement: processes are kept, the first statement starts one per slot, a killed one is
+ * replaced at once) and the answer's rows crossing IPC (BENCHMARKS.md, "SQL in a process of
  * its own").
  */
 
@@ -128,7 +129,14 @@ export function sqlProcesses(limits: SqlLimits) {
 		} else idle.push(Promise.resolve(child));
 	}
 
+	let warmed = false;
 	async function take(): Promise<ChildProcess> {
+		// The first statement starts every slot's process: the next key to come finds one ready
+		// (a start costs ~0.8 s, which a victim key's answer would otherwise pay).
+		if (!warmed) {
+			warmed = true;
+			while (idle.length < limits.concurrency) idle.push(start());
+		}
 		const spare = idle.shift();
 		if (spare) {
 			const child = await spare.catch(() => null);
@@ -149,6 +157,7 @@ export function sqlProcesses(limits: SqlLimits) {
 				let bytes = 0;
 				let peak: number | null = null;
 				let settled = false;
+				let overflow: SqlRefusedError | null = null;
 				const settle = () => {
 					settled = true;
 					clearTimeout(deadline);
@@ -166,25 +175,35 @@ export function sqlProcesses(limits: SqlLimits) {
 				const onMessage = (m: ChildMessage) => {
 					if (settled) return;
 					if (m.type === "columns") sink?.columns(m.columns);
-					else if (m.type === "rows") {
+					else if (m.type === "rows" && !overflow) {
 						bytes += sink?.rows(m.rows) ?? 0;
-						if (bytes > limits.maxBytes) kill(tooLarge(bytes, limits));
-					} else if (m.type === "done") {
+						if (bytes > limits.maxBytes) {
+							// Past the answer's bytes: the process ends at its next chunk and is kept (a
+							// process start saved on a common mistake), or is killed if it does not within the grace.
+							overflow = tooLarge(bytes, limits);
+							clearTimeout(deadline);
+							deadline = setTimeout(() => kill(overflow as SqlRefusedError), KILL_GRACE_MS);
+							try {
+								child.send(STOP);
+							} catch {}
+						}
+					} else if (m.type === "done" || m.type === "refused") {
 						settle();
 						keep(child);
-						const parquet = m.parquet
-							? Buffer.from(m.parquet.buffer, m.parquet.byteOffset, m.parquet.byteLength)
-							: undefined;
-						resolve({ elapsedMs: m.elapsedMs, rows: m.rows, parquet, peakRssBytes: peak });
-					} else if (m.type === "refused") {
-						settle();
-						keep(child);
-						reject(new SqlRefusedError(m.status, m.code, m.message));
-					} else if (m.type === "failed") kill(unavailable("its process failed"));
+						if (overflow) reject(overflow);
+						else if (m.type === "refused") reject(new SqlRefusedError(m.status, m.code, m.message));
+						else
+							resolve({
+								elapsedMs: m.elapsedMs,
+								rows: m.rows,
+								parquet: m.parquet && Buffer.from(m.parquet.buffer, m.parquet.byteOffset, m.parquet.byteLength),
+								peakRssBytes: peak,
+							});
+					} else if (m.type === "failed") kill(overflow ?? unavailable("its process failed"));
 				};
 				const onExit = (code: number | null, signal: string | null) =>
 					kill(unavailable(`its process stopped: ${signal ?? `exit ${code}`}`));
-				const deadline = setTimeout(
+				let deadline = setTimeout(
 					() =>
 						kill(
 							new SqlRefusedError(
