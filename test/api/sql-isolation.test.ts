@@ -147,6 +147,9 @@ describe("no folder of the server in an answer or an error", () => {
 			"SELECT * FROM query_table('duckdb_settings')",
 			"SELECT * FROM json_execute_serialized_sql(json_serialize_sql('SELECT * FROM duckdb_settings()'))",
 			"SELECT (SELECT max(value) FROM duckdb_settings()) AS v FROM blocks LIMIT 1",
+			// Logging would print every file a statement opens (or write into the server's stdout).
+			"SELECT * FROM enable_logging(level = 'trace', storage = 'stdout')",
+			"SELECT * FROM duckdb_logs",
 		]) {
 			const res = await post(app, sql);
 			expect(res.status, `${sql}: ${res.text}`).toBe(400);

@@ -9,7 +9,8 @@ import { SqlRefusedError } from "./sql-refusals.js";
  * cast to BLOB carries the path past any scrub. So they are refused by name, on DuckDB's own
  * parse tree (json_serialize_sql: names as DuckDB reads them, case and quotes undone), and so is
  * every way to run SQL built at run time (query(), query_table(), json_execute_serialized_sql()),
- * which would hide a name from that tree.
+ * which would hide a name from that tree; and the few table functions that change the instance
+ * though its configuration is locked (logging, profiling, checkpoints).
  */
 
 const FUNCTIONS = new Set([
@@ -19,6 +20,15 @@ const FUNCTIONS = new Set([
 	"json_execute_serialized_sql",
 	"which_secret",
 	"getenv",
+	// Table functions that change the instance and survive lock_configuration: logging (to the
+	// server's stdout, or naming every file a statement opens), profiling, checkpoints.
+	"enable_logging",
+	"disable_logging",
+	"truncate_duckdb_logs",
+	"enable_profiling",
+	"disable_profiling",
+	"checkpoint",
+	"force_checkpoint",
 ]);
 const FUNCTION_PREFIXES = ["duckdb_", "pragma_"];
 const SCHEMAS = new Set(["information_schema", "pg_catalog"]);

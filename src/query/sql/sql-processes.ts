@@ -91,7 +91,8 @@ export function sqlProcesses(limits: SqlLimits) {
 		const child = fork(CHILD, [], {
 			execArgv: EXEC_ARGV,
 			serialization: "advanced",
-			stdio: ["ignore", "inherit", "inherit", "ipc"],
+			// No stdout: nothing a statement makes DuckDB print reaches the server's log (stderr: a crash's trace).
+			stdio: ["ignore", "ignore", "inherit", "ipc"],
 		});
 		live.add(child);
 		child.once("exit", () => live.delete(child));
