@@ -123,8 +123,10 @@ export function sqlProcesses(limits: SqlLimits) {
 
 	function keep(child: ChildProcess) {
 		const rss = rssBytes(child.pid as number);
-		// DuckDB's allocator may keep what a statement freed: a process that stays large is renewed.
-		if (closed || idle.length >= limits.concurrency || (rss !== null && rss > capBytes / 2)) {
+		// DuckDB's allocator may keep what a statement freed: a process that stays large (past half
+		// its cap, and past what it may use on top of a statement) is renewed.
+		const large = rss !== null && rss > Math.max(capBytes / 2, PROCESS_ALLOWANCE_BYTES);
+		if (closed || idle.length >= limits.concurrency || large) {
 			child.kill("SIGKILL");
 			replace();
 		} else idle.push(Promise.resolve(child));
