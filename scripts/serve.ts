@@ -53,7 +53,9 @@ const USAGE = `usage: npm run serve -- [--data-dir data] [--port 8080] [--follow
   --sql-memory <size>       a statement's memory (CHAINLAKE_SQL_MEMORY; default 512MB)
   --sql-max-rows <n>        rows per answer (CHAINLAKE_SQL_MAX_ROWS; default 100000)
   --sql-max-length <n>      characters per statement (CHAINLAKE_SQL_MAX_LENGTH; default 16384)
-  --sql-concurrency <n>     statements at once (CHAINLAKE_SQL_CONCURRENCY; default 1)`;
+  --sql-concurrency <n>     statements at once, a process each (CHAINLAKE_SQL_CONCURRENCY; default 2)
+  --sql-key-concurrency <n> statements one key may run at once (CHAINLAKE_SQL_KEY_CONCURRENCY;
+                            default half of --sql-concurrency, at least 1)`;
 
 const argv = startCli({ usage: USAGE, dataDir: () => dataDir });
 const options = {

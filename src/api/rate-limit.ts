@@ -80,21 +80,22 @@ export function createRateLimiter(
 			return {
 				allowed,
 				limit: burst,
-				remaining: Math.floor(b.tokens),
+				remaining: Math.max(0, Math.floor(b.tokens)),
 				resetSeconds: Math.ceil((burst - b.tokens) / perSecond),
 				retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - b.tokens) / perSecond)),
 			};
 		},
 		/**
-		 * Takes `tokens` more from `id`'s bucket after the fact (a SQL statement weighs its DuckDB
-		 * time): the bucket may go below zero, down to minus its size, and its next requests wait
-		 * for the refill.
+		 * Takes `tokens` more from `id`'s bucket after the fact (a SQL statement weighs its time):
+		 * the bucket may go below zero, as far as the charge takes it (issue 27: capping the debt
+		 * at the burst let a key resend a 37 s statement every 2 s of refill), and its next
+		 * requests wait for the refill.
 		 */
 		charge(id: string, tokens: number) {
 			if (!(tokens > 0)) return;
 			const t = now();
 			const b = buckets.get(id) ?? { tokens: burst, at: t };
-			b.tokens = Math.max(-burst, level(b, t) - tokens);
+			b.tokens = level(b, t) - tokens;
 			b.at = t;
 			buckets.delete(id);
 			buckets.set(id, b);

@@ -22,6 +22,7 @@ export const SQL_FLAG_OPTIONS = {
 		type: "string",
 		default: process.env.CHAINLAKE_SQL_CONCURRENCY || String(DEFAULT_SQL_LIMITS.concurrency),
 	},
+	"sql-key-concurrency": { type: "string", default: process.env.CHAINLAKE_SQL_KEY_CONCURRENCY || "" },
 } as const;
 
 /**
@@ -43,13 +44,16 @@ export function sqlFlags(
 	const memory = parseMemoryLimit(String(values["sql-memory"]));
 	if (memory === null)
 		throw new Error(`--sql-memory must be a size such as 256MB or 1GB, not ${JSON.stringify(values["sql-memory"])}`);
+	const concurrency = whole("sql-concurrency", 64);
 	const limits: SqlLimits = {
 		timeoutMs: whole("sql-timeout-ms", MAX_SQL_TIMEOUT_MS, Math.min(defaults.timeoutMs, MAX_SQL_TIMEOUT_MS)),
 		memory,
 		maxRows: whole("sql-max-rows", 100_000_000),
 		maxBytes: defaults.maxBytes,
 		maxLength: whole("sql-max-length", 1_000_000),
-		concurrency: whole("sql-concurrency", 64),
+		concurrency,
+		// Half the slots by default (at least one): a key alone cannot hold them all once there are two.
+		keyConcurrency: whole("sql-key-concurrency", concurrency, Math.max(1, Math.floor(concurrency / 2))),
 		threads: defaults.threads,
 	};
 	return { enabled: values.sql === true, limits };

@@ -267,6 +267,24 @@ describe("the bucket map", () => {
 		expect(limiter.take("idle-0")).toMatchObject({ allowed: true, remaining: 1 });
 	});
 
+	it("carries a charge's whole debt, past the burst: a 37 s SQL statement costs 37 s of the key's requests", () => {
+		let now = 0;
+		const limiter = createRateLimiter({ perSecond: 50, burst: 100, now: () => now });
+		expect(limiter.take("sql").allowed).toBe(true);
+		// What api/routes/sql.ts charges for 37 s: every request the key could have sent meanwhile.
+		limiter.charge("sql", 37 * 50);
+		const refused = limiter.take("sql");
+		expect(refused).toMatchObject({ allowed: false, remaining: 0 });
+		// Before issue 27 the debt stopped at -burst: 2 s. Now 1,751 requests' worth: about 35 s.
+		expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(35);
+		now = 30_000;
+		expect(limiter.take("sql").allowed).toBe(false);
+		now = 36_000;
+		expect(limiter.take("sql").allowed).toBe(true);
+		// Another key never paid for it.
+		expect(limiter.take("other")).toMatchObject({ allowed: true, remaining: 99 });
+	});
+
 	it("refuses nonsense settings", () => {
 		expect(() => createRateLimiter({ perSecond: 0, burst: 1 })).toThrow(/perSecond/);
 		expect(() => createRateLimiter({ perSecond: 1, burst: 0 })).toThrow(/burst/);

@@ -32,7 +32,8 @@ async function appWith(
 		store: f.store,
 		keyring: createKeyring({ path: join(f.dataDir, "_keys.json"), envKeys: [TEST_KEY] }),
 		dataDir: f.dataDir,
-		sql: { enabled: true, limits },
+		// One slot: each app starts one SQL process, not one a slot (npm test's time).
+		sql: { enabled: true, limits: { concurrency: 1, ...limits } },
 		...extra,
 	});
 	apps.push(app);
@@ -264,30 +265,50 @@ describe("the SQL endpoint's hard limits", () => {
 		second();
 	});
 
-	it("weighs a statement by its DuckDB time in the key's rate limit", async () => {
-		const app = await appWith({ timeoutMs: 30_000 }, { rateLimit: { perSecond: 0.001, burst: 1000 } });
+	it("concurrency per key: one key cannot hold every slot; its next statement waits for its own, others go first", async () => {
+		const slots = sqlSlots({ ...DEFAULT_SQL_LIMITS, concurrency: 2, keyConcurrency: 1, timeoutMs: 300 });
+		const a1 = await slots.acquire("a");
+		// The second slot is free, but not for a: it waits for its own statement (BUSY past its wait).
+		await expect(slots.acquire("a")).rejects.toMatchObject({ status: 503, code: "BUSY", message: /this API key/ });
+		const queued = slots.acquire("a");
+		const b1 = await slots.acquire("b");
+		expect([slots.running(), slots.running("a"), slots.running("b")]).toEqual([2, 1, 1]);
+		// c waits behind a's queued statement, but a is at its limit: b's slot goes to c.
+		const c = slots.acquire("c");
+		b1();
+		(await c)();
+		a1();
+		(await queued)();
+		expect(slots.running()).toBe(0);
+	});
+
+	it("charges a statement's whole time to the key's rate limit: every request it could have sent meanwhile", async () => {
+		const app = await appWith({ timeoutMs: 30_000 }, { rateLimit: { perSecond: 20, burst: 1000 } });
+		const started = performance.now();
 		const res = await post("SELECT count(*) FROM range(200000000) a WHERE a.range % 7 = 3", { app });
+		const held = performance.now() - started;
 		expect(res.status, res.text).toBe(200);
-		const elapsed = Number(res.headers["x-elapsed-ms"]);
 		const after = Number(
 			(await app.inject({ url: `/${f.chain}/v1/blocks/latest`, headers: AUTH })).headers["x-ratelimit-remaining"],
 		);
-		// 1000, less this statement (1 + a request per 100 ms), less the request that asked.
-		expect(after).toBe(1000 - 1 - Math.floor(elapsed / 100) - 1);
-		expect(elapsed).toBeGreaterThan(100);
+		// 1000, less the statement's request and its time (20 requests a second), less the request that asked.
+		const cost = (held / 1000) * 20;
+		expect(after).toBeLessThanOrEqual(Math.ceil(1000 - 2 - cost * 0.8));
+		expect(after).toBeGreaterThanOrEqual(Math.floor(1000 - 2 - cost - 1));
+		expect(Number(res.headers["x-elapsed-ms"])).toBeGreaterThan(100);
 	});
 
-	it("charges a statement stopped at its time budget for the time it used", async () => {
-		const app = await appWith({ timeoutMs: 1000 }, { rateLimit: { perSecond: 0.001, burst: 1000 } });
+	it("charges a statement stopped at its time budget for the time it used, debt past the burst carried over", async () => {
+		const app = await appWith({ timeoutMs: 1000 }, { rateLimit: { perSecond: 20, burst: 5 } });
 		const res = await post("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r", {
 			app,
 		});
 		expect(res.status).toBe(503);
-		const after = Number(
-			(await app.inject({ url: `/${f.chain}/v1/blocks/latest`, headers: AUTH })).headers["x-ratelimit-remaining"],
-		);
-		// At least its 1 s budget (10 requests), besides the two requests themselves.
-		expect(after).toBeLessThanOrEqual(1000 - 2 - 10);
+		// At least its 1 s budget (20 requests) against a burst of 5: the key is about 15 requests in debt.
+		const next = await app.inject({ url: `/${f.chain}/v1/blocks/latest`, headers: AUTH });
+		expect(next.statusCode).toBe(429);
+		expect(Number(next.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+		expect(next.headers["x-ratelimit-remaining"]).toBe("0");
 	});
 });
 
@@ -310,6 +331,7 @@ describe("serve's SQL flags", () => {
 				maxBytes: 1024,
 				maxLength: 100,
 				concurrency: 2,
+				keyConcurrency: 1,
 				threads: 2,
 			},
 		});
@@ -321,5 +343,12 @@ describe("serve's SQL flags", () => {
 		expect(() => sqlFlags({ ...base, "sql-memory": "lots" }, defaults)).toThrow(/--sql-memory/);
 		expect(() => sqlFlags({ ...base, "sql-max-rows": "0" }, defaults)).toThrow(/--sql-max-rows/);
 		expect(() => sqlFlags({ ...base, "sql-concurrency": "x" }, defaults)).toThrow(/--sql-concurrency/);
+		expect(() => sqlFlags({ ...base, "sql-concurrency": "2", "sql-key-concurrency": "3" }, defaults)).toThrow(
+			/--sql-key-concurrency .* 1 to 2/,
+		);
+		expect(sqlFlags({ ...base, "sql-concurrency": "8" }, defaults).limits.keyConcurrency).toBe(4);
+		expect(
+			sqlFlags({ ...base, "sql-concurrency": "8", "sql-key-concurrency": "7" }, defaults).limits.keyConcurrency,
+		).toBe(7);
 	});
 });

@@ -4,9 +4,9 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { SqlColumn } from "../../query/sql/result-columns.js";
 import type { SqlLimits } from "../../query/sql/sql-limits.js";
+import { type SqlProcessResult, sqlProcesses } from "../../query/sql/sql-processes.js";
 import { checkSqlText, SqlRefusedError } from "../../query/sql/sql-refusals.js";
 import { sqlSlots } from "../../query/sql/sql-slots.js";
-import { runUserSql } from "../../query/sql/user-sql.js";
 import { stringifyExact } from "../answers/records.js";
 import { arrowTable, csvCell } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
@@ -20,8 +20,13 @@ export interface SqlEndpointOptions {
 	limits: SqlLimits;
 }
 
-/** DuckDB time worth one request of the key's rate limit: a 1 s statement weighs 10 requests. */
-export const SQL_MS_PER_REQUEST = 100;
+/**
+ * What a statement of `ms` costs its key in the rate limit: every request the key could have
+ * sent meanwhile (issue 27: its whole time, however long, the debt carried into later requests).
+ * At 50 requests/s a 2 s aggregate costs the key's burst of 100; a statement stopped at 10 s puts
+ * the key 400 requests (8 s) in debt. So one key's SQL, sustained, takes at most one slot's time.
+ */
+export const sqlCharge = (ms: number, perSecond: number) => (ms / 1000) * perSecond;
 
 const FORMATS = ["json", "ndjson", "csv", "arrow", "parquet"] as const;
 type SqlFormat = (typeof FORMATS)[number];
@@ -104,12 +109,16 @@ function encoder(format: Exclude<SqlFormat, "parquet">) {
 /**
  * POST /{chain_id}/v1/sql: one read-only SELECT over the chain's datasets as views (the names of
  * `npm run sql`), answered as JSON, NDJSON, CSV, Arrow or Parquet, under hard limits
- * (query/sql/user-sql.ts). Off unless the operator turns it on: arbitrary SQL is the most expensive
- * thing a key can ask for, and it opens every dataset to every key.
+ * (query/sql/user-sql.ts, each statement in a process of its own: query/sql/sql-processes.ts).
+ * Off unless the operator turns it on: arbitrary SQL is the most expensive thing a key can ask
+ * for, and it opens every dataset to every key.
  */
 export function sqlRoutes(app: FastifyInstance, ctx: ApiContext, opts: SqlEndpointOptions) {
 	const r = app.withTypeProvider<ZodTypeProvider>();
 	const slots = sqlSlots(opts.limits);
+	// Statements run in processes of their own (query/sql/sql-processes.ts says why), started on the first.
+	const processes = sqlProcesses(opts.limits);
+	app.addHook("onClose", async () => processes.close());
 	// UTF-8 JSON may spend up to 6 bytes on a character (\u escapes).
 	const bodyLimit = opts.limits.maxLength * 6 + 1024;
 	r.post(
@@ -158,31 +167,28 @@ export function sqlRoutes(app: FastifyInstance, ctx: ApiContext, opts: SqlEndpoi
 			} catch (err) {
 				throw toApiError(err);
 			}
-			const release = await slots.acquire().catch((err: unknown) => {
+			const release = await slots.acquire(req.caller).catch((err: unknown) => {
 				throw toApiError(err);
 			});
-			let result: Awaited<ReturnType<typeof runUserSql>>;
+			let result: SqlProcessResult;
 			const encode = format === "parquet" ? null : encoder(format);
 			const started = performance.now();
+			const limiter = ctx.limiter;
 			try {
-				result = await runUserSql({
-					sql,
-					dataDir: ctx.dataDir,
-					manifest: db.manifest(),
-					limits: opts.limits,
-					sink: encode?.sink,
-					parquet: format === "parquet",
-				});
+				result = await processes.run(
+					{ sql, dataDir: ctx.dataDir, manifest: db.manifest(), parquet: format === "parquet" },
+					encode?.sink,
+				);
 			} catch (err) {
 				// A statement stopped at a limit used the time too (a bomb cut at the budget most of all).
-				ctx.limiter?.charge(req.caller, Math.floor((performance.now() - started) / SQL_MS_PER_REQUEST));
+				limiter?.charge(req.caller, sqlCharge(performance.now() - started, limiter.perSecond));
 				throw toApiError(err);
 			} finally {
 				release();
 			}
-			// Weighed by its DuckDB time, on top of the request the key already paid.
+			// Weighed by the time it held its slot, on top of the request the key already paid.
 			const ms = Math.round(result.elapsedMs);
-			ctx.limiter?.charge(req.caller, Math.floor(ms / SQL_MS_PER_REQUEST));
+			limiter?.charge(req.caller, sqlCharge(performance.now() - started, limiter.perSecond));
 			reply.header("X-Row-Count", String(result.rows)).header("X-Elapsed-Ms", String(ms)).type(MEDIA[format]);
 			return result.parquet ?? encode?.body(result);
 		},

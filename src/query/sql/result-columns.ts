@@ -27,10 +27,13 @@ export interface SqlColumn {
 	kind: ColumnKind;
 }
 
-/** Where the rows go, a chunk at a time; `rows` returns the bytes they added to the answer. */
+/**
+ * Where the rows go, a chunk at a time; `rows` returns the bytes they added to the answer (or,
+ * handing them to another process, a promise the runner awaits before the next chunk).
+ */
 export interface SqlSink {
 	columns(columns: SqlColumn[]): void;
-	rows(rows: unknown[][]): number;
+	rows(rows: unknown[][]): number | Promise<number>;
 }
 
 const INTEGERS = new Set<DuckDBTypeId>([

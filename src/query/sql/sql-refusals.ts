@@ -1,6 +1,7 @@
 import { DATASETS } from "../../extract/rows.js";
 import { METADATA_TABLE_NAMES } from "../../store/format/records.js";
 import type { SqlLimits } from "./sql-limits.js";
+import { scrubText } from "./sql-scrub.js";
 
 /*
  * Every way a user's statement is refused or stopped, as the client's error: a status, a stable
@@ -20,10 +21,10 @@ export class SqlRefusedError extends Error {
 	}
 }
 
-/** The first line of a DuckDB error, with the lake's folder written as <lake>. */
-export function cleanMessage(err: unknown, lake: string): string {
+/** The first line of a DuckDB error, with every folder of the server written as its placeholder (sql-scrub.ts). */
+export function cleanMessage(err: unknown, paths: readonly [string, string][]): string {
 	const first = String((err as Error)?.message ?? err).split("\n")[0] ?? "";
-	return first.replaceAll(lake, "<lake>").slice(0, 600);
+	return scrubText(first, paths).slice(0, 600);
 }
 
 const VIEWS_HINT = `the views are ${[...DATASETS, ...METADATA_TABLE_NAMES, "chunks"].join(", ")} (data/README.md)`;
@@ -36,8 +37,8 @@ export const readFailed = (message: string) =>
 	);
 
 /** Why DuckDB refused or stopped a statement, as the client's error. */
-export function refusal(err: unknown, lake: string, limits: SqlLimits): SqlRefusedError {
-	const message = cleanMessage(err, lake);
+export function refusal(err: unknown, paths: readonly [string, string][], limits: SqlLimits): SqlRefusedError {
+	const message = cleanMessage(err, paths);
 	if (/^Permission Error/.test(message))
 		return new SqlRefusedError(
 			400,

@@ -17,6 +17,7 @@ import { type Manifest, METADATA_TABLE_NAMES } from "../../store/format/records.
 import { sqlString } from "../../util/sql-string.js";
 import { lockDownTo } from "../lock-down.js";
 import { datasetViews } from "../views.js";
+import { refuseIntrospection } from "./refuse-introspection.js";
 import { kindOf, type SqlSink, uniqueNames } from "./result-columns.js";
 import type { SqlLimits } from "./sql-limits.js";
 import {
@@ -28,6 +29,7 @@ import {
 	tooLarge,
 	tooManyRows,
 } from "./sql-refusals.js";
+import { NEUTRAL_DIRECTORIES, scrubText, scrubValue, serverPaths } from "./sql-scrub.js";
 
 /**
  * SQL from the API's users (POST /{chain}/v1/sql), each statement in a DuckDB instance of its
@@ -40,7 +42,12 @@ import {
  *   runs one statement), and a fresh instance carries nothing over from another request;
  * - the text must be one SELECT (DuckDB's own parser says what it is), and reaches DuckDB only as
  *   a bound parameter of `SELECT * FROM query($1)` (DuckDB's table function that runs one SELECT),
- *   never spliced into SQL of ours.
+ *   never spliced into SQL of ours;
+ * - nothing it answers names a folder of the server: the catalog and settings functions are
+ *   refused (refuse-introspection.ts), the instance's home, secret and extension folders are
+ *   neutral, and every string, column name and error is scrubbed (sql-scrub.ts).
+ * It runs in a process of its own (sql-child.ts, started by sql-processes.ts), never in the API's:
+ * DuckDB cannot interrupt every statement, nor count every byte it allocates.
  * Making an instance and its views costs tens of milliseconds (BENCHMARKS.md): small next to the
  * queries this is for, and the price of no state shared between users.
  */
@@ -54,6 +61,27 @@ function chunksTable(m: Manifest | null): string {
 	const columns = `"from" BIGINT, "to" BIGINT, last_hash VARCHAR, traces VARCHAR`;
 	if (rows.length === 0) return `CREATE TABLE chunks (${columns})`;
 	return `CREATE TABLE chunks AS SELECT * FROM (VALUES ${rows.join(", ")}) t("from", "to", last_hash, traces)`;
+}
+
+/**
+ * A Parquet answer cannot be scrubbed: it is read back and refused if any value, as text, holds a
+ * folder of the server (the catalog is refused already; this is the net under it).
+ */
+async function refusePaths(conn: DuckDBConnection, file: string, paths: readonly [string, string][]) {
+	const check = await conn.prepare(
+		`SELECT count(*) FROM read_parquet(${sqlString(file)}) AS t WHERE ${paths.map((_, i) => `contains(t::VARCHAR, $${i + 1})`).join(" OR ")}`,
+	);
+	paths.forEach(([path], i) => {
+		check.bindVarchar(i + 1, path);
+	});
+	const found = Number((await check.runAndReadAll()).getRows()[0]?.[0] ?? 0);
+	check.destroySync();
+	if (found > 0)
+		throw new SqlRefusedError(
+			400,
+			"SQL_FORBIDDEN",
+			"the answer holds a folder of this server, which is not served: leave out the values that name it",
+		);
 }
 
 /**
@@ -79,9 +107,11 @@ export async function runUserSql(opts: {
 		...METADATA_TABLE_NAMES.flatMap((t) => metadataFiles(lake, opts.manifest, t)),
 	];
 	const out = opts.parquet ? await mkdtemp(join(tmpdir(), "chainlake-sql-")) : null;
+	const paths = serverPaths(lake, out ? { answer: out } : {});
 	const instance = await DuckDBInstance.create(":memory:", {
 		threads: String(limits.threads),
 		memory_limit: limits.memory,
+		...NEUTRAL_DIRECTORIES,
 	});
 	let conn: DuckDBConnection | null = null;
 	try {
@@ -92,7 +122,7 @@ export async function runUserSql(opts: {
 			for (const statement of [...datasetViews(lake, opts.manifest), chunksTable(opts.manifest)])
 				if (!statement.startsWith("--")) await conn.run(statement);
 		} catch (err) {
-			throw readFailed(cleanMessage(err, lake));
+			throw readFailed(cleanMessage(err, paths));
 		}
 
 		// What the text is, by DuckDB's parser: one statement, a SELECT (binding it reads no data).
@@ -107,12 +137,13 @@ export async function runUserSql(opts: {
 					"SQL_ONE_STATEMENT",
 					`the text holds ${count} statements: send exactly one SELECT per request`,
 				);
+			await refuseIntrospection(conn, sql);
 			const prepared = await extracted.prepare(0);
 			type = prepared.statementType;
 			prepared.destroySync();
 		} catch (err) {
 			if (err instanceof SqlRefusedError) throw err;
-			throw refusal(err, lake, limits);
+			throw refusal(err, paths, limits);
 		}
 		if (type !== StatementType.SELECT)
 			throw new SqlRefusedError(
@@ -138,6 +169,7 @@ export async function runUserSql(opts: {
 				const written = Number((await copy.runAndReadAll()).getRows()[0]?.[0] ?? 0);
 				copy.destroySync();
 				if (written > limits.maxRows) throw tooManyRows(limits);
+				await refusePaths(live, target, paths);
 				const bytes = await readFile(target);
 				if (bytes.length > limits.maxBytes) throw tooLarge(bytes.length, limits);
 				return { elapsedMs: performance.now() - started, rows: written, parquet: bytes };
@@ -146,7 +178,7 @@ export async function runUserSql(opts: {
 			select.bindVarchar(1, sql);
 			const result = await select.stream();
 			const types = result.columnTypes();
-			const columns = uniqueNames(result.columnNames()).map((name, i) => ({
+			const columns = uniqueNames(result.columnNames().map((n) => scrubText(n, paths))).map((name, i) => ({
 				name,
 				type: (types[i] as DuckDBType).toString(),
 				kind: kindOf(types[i] as DuckDBType),
@@ -167,10 +199,10 @@ export async function runUserSql(opts: {
 					const numeric = c.kind === "int" || c.kind === "uint64" || c.kind === "bool" || c.kind === "float";
 					return numeric
 						? chunk.convertColumnValues(i, JSDuckDBValueConverter)
-						: chunk.convertColumnValues(i, JsonDuckDBValueConverter);
+						: chunk.convertColumnValues(i, JsonDuckDBValueConverter).map((v) => scrubValue(v, paths));
 				});
 				const batch = Array.from({ length: chunk.rowCount }, (_, r) => values.map((v) => v[r] ?? null));
-				bytes += opts.sink?.rows(batch) ?? 0;
+				bytes += (await opts.sink?.rows(batch)) ?? 0;
 				if (bytes > limits.maxBytes) throw tooLarge(bytes, limits);
 			}
 			select.destroySync();
@@ -183,7 +215,7 @@ export async function runUserSql(opts: {
 					"QUERY_TIMEOUT",
 					`the statement ran past its ${limits.timeoutMs} ms budget and was stopped: filter on block_number ranges, aggregate, or add a LIMIT`,
 				);
-			throw refusal(err, lake, limits);
+			throw refusal(err, paths, limits);
 		} finally {
 			clearTimeout(timer);
 		}
