@@ -163,10 +163,13 @@ export function createFollower(opts: FollowerOptions) {
 		const head = await ethBlockNumber(rpc);
 		stats.nodeHead = head;
 		if (s.recheck) {
-			s.damaged = await ownDamage(s, head);
+			// (Added to those a failed step named: see onStepDamage.)
+			s.damaged = [...new Set([...s.damaged, ...(await ownDamage(s, head))])];
 			s.recheck = false;
 		}
 		// Damaged chunks are fetched again and swapped for the new ones in one save (no hole meanwhile).
+		// (One a merge replaced meanwhile is gone from the manifest: nothing left to repair.)
+		s.damaged = s.damaged.filter((c) => s.manifest.chunks.includes(c));
 		for (const d of [...s.damaged]) {
 			const repaired = await appendBlocks(ctx, s, d.from, d.to, head, d);
 			if (!repaired) break;
@@ -230,7 +233,13 @@ export function createFollower(opts: FollowerOptions) {
 		const own =
 			damaged.kind !== "run" &&
 			readsItself(s, stats.nodeHead ?? 0)({ from: damaged.from, to: damaged.to }, damaged.kind === "ghost");
-		if (own) {
+		// Met again after a refetch was tried: not one it can fix after all (a loop of refetches
+		// would log at every poll).
+		if (own && refetching !== damaged.file) {
+			refetching = damaged.file;
+			// Its chunk to the damaged ones directly: a page damaged mid-file passes the recheck's cheap check.
+			const chunk = s.manifest.chunks.find((c) => c.from === damaged.from && c.to === damaged.to);
+			if (chunk && !s.damaged.includes(chunk)) s.damaged.push(chunk);
 			logger.warn(
 				`follow ${chain.id}: ${damaged.file} (blocks ${damaged.from}..${damaged.to}) is damaged (${damaged.problem}): fetching those blocks again at the next step`,
 			);
@@ -238,6 +247,8 @@ export function createFollower(opts: FollowerOptions) {
 		}
 		return damage.onDamage("steps", damaged);
 	}
+	/** The damaged file of its own a step met last, fetched again at the next step. */
+	let refetching: string | null = null;
 
 	/** Ends the wait between polls at once (stop() must not sit out a disk-full backoff). */
 	let wake = () => {};
@@ -268,6 +279,7 @@ export function createFollower(opts: FollowerOptions) {
 						// Only a step that wrote shows the disk has room again (one without new blocks writes nothing).
 						if (events.some((e) => e.type !== "fault")) await onDiskBack();
 						damage.onClear("steps");
+						refetching = null;
 					} catch (err) {
 						const full = isDiskFull(err);
 						const message = (err as Error).message;
