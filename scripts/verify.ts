@@ -64,31 +64,36 @@ runCli({ usage: USAGE, dataDir: () => dataDirGiven }, async (argv) => {
 			say(`${chain}: ${r.manifestError}`);
 			continue;
 		}
-		// Merged index runs: damaged ones hold nothing the datasets do not, so reindex rebuilds them.
 		const manifest = readManifestSafe(dataDir, chain);
 		const runProblems = manifest ? await checkRuns(dataDir, manifest) : [];
-		if (runProblems.length > 0) {
-			bad++;
-			say(`${chain}: ${runProblems.length} of ${manifest?.runs?.length ?? 0} merged index runs damaged:`);
-			for (const p of runProblems) say(`  ${p.file} (blocks ${p.run.from}..${p.run.to}): ${p.problem}`);
-			say(`repair: rebuild them from the datasets:\n  ${runRepairCommand(dataDir, chain)}`);
-		}
-		if (r.problems.length === 0) {
+		if (r.problems.length === 0 && runProblems.length === 0) {
 			say(
-				`${chain}: ${r.chunks} ranges, ${r.files} files, ${manifest?.runs?.length ?? 0} merged index runs: every file ${values.quick ? "has its footer" : "reads"} and holds the rows recorded${runProblems.length ? " (but for the runs above)" : ""}`,
+				`${chain}: ${r.chunks} ranges, ${r.files} files, ${manifest?.runs?.length ?? 0} merged index runs: every file ${values.quick ? "has its footer" : "reads"} and holds the rows recorded`,
 			);
 			continue;
 		}
 		bad++;
-		say(`${chain}: ${r.problems.length} of ${r.files} files damaged:`);
-		for (const p of r.problems) {
-			const ghost = p.ghost ? " [reorged-out blocks: cannot be fetched again; the backfill unlists the file]" : "";
-			say(`  ${p.file} (blocks ${p.from}..${p.to}): ${p.problem}${ghost}`);
+		// The datasets first: a rebuilt run is read from them, so their repair must come before.
+		if (r.problems.length > 0) {
+			say(`${chain}: ${r.problems.length} of ${r.files} files damaged:`);
+			for (const p of r.problems) {
+				const ghost = p.ghost ? " [reorged-out blocks: cannot be fetched again; the backfill unlists the file]" : "";
+				say(`  ${p.file} (blocks ${p.from}..${p.to}): ${p.problem}${ghost}`);
+			}
+			say(
+				"repair: fetch those blocks again (the backfill refetches damaged ranges under new names; stop the chain's follower first, or just restart it: at start it repairs the ranges it wrote itself):",
+			);
+			for (const [from, to] of damagedRanges(r.problems)) say(`  ${repairCommand(dataDir, chain, from, to)}`);
 		}
-		say(
-			"repair: fetch those blocks again (the backfill refetches damaged ranges under new names; stop the chain's follower first, or just restart it: at start it repairs the ranges it wrote itself):",
-		);
-		for (const [from, to] of damagedRanges(r.problems)) say(`  ${repairCommand(dataDir, chain, from, to)}`);
+		// Merged index runs: damaged ones hold nothing the datasets do not, so reindex rebuilds them.
+		if (runProblems.length > 0) {
+			say(`${chain}: ${runProblems.length} of ${manifest?.runs?.length ?? 0} merged index runs damaged:`);
+			for (const p of runProblems) say(`  ${p.file} (blocks ${p.run.from}..${p.run.to}): ${p.problem}`);
+			const then = r.problems.length > 0 ? ", after the backfill above" : "";
+			say(
+				`repair: rebuild them from the datasets${then} (with the chain's follower stopped):\n  ${runRepairCommand(dataDir, chain)}`,
+			);
+		}
 	}
 	return bad > 0 ? 1 : 0;
 });

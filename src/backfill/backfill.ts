@@ -14,6 +14,7 @@ import { alignedChunks, chainDir } from "../store/format/layout.js";
 import { loadManifest, missingRanges } from "../store/format/manifest.js";
 import type { LakeSettings, Manifest } from "../store/format/records.js";
 import { ranksStep } from "../store/holdings/holder-ranks.js";
+import { DamagedFileError, damageBehind } from "../store/repair/damage.js";
 import { damagedChunks } from "../store/repair/repair.js";
 import { removeUnlisted } from "../store/retire/remove-unlisted.js";
 import { createRetireLater } from "../store/retire/retire-later.js";
@@ -23,6 +24,7 @@ import { diskFullError, isDiskFull } from "../util/disk-full.js";
 import { ChainlakeError, UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
 import { createRangeFetcher, type Link } from "./fetch-range.js";
+import { createMergeGuard } from "./merge-guard.js";
 import { createProgress } from "./progress.js";
 
 /** Blocks fetched at once; their requests share batches, so this bounds in-flight HTTP work. */
@@ -149,12 +151,28 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 		manifest.partition_size ??= partitionSize;
 		if (opts.compactRows !== undefined) manifest.compact_rows = opts.compactRows;
 		const retired = createRetireLater(chainDir(dataDir, chain.id));
-		// Damaged listed files of the range (missing, cut short): their chunks are fetched again, as they were.
+		// Damaged listed files of the range (missing, cut short): their chunks are fetched again, as
+		// they were, before any other: until their replacements are listed, no merge runs (a merge
+		// would read the damaged files it is about to replace).
 		const damaged = await damagedChunks(dataDir, manifest, (r) => r.to >= opts.from && r.from <= to, logger);
 		const chunks = [
+			...damaged.map((c): [number, number] => [c.from, c.to]).sort((a, b) => a[0] - b[0]),
 			...missingRanges(manifest, opts.from, to).flatMap(([a, b]) => alignedChunks(a, b, partitionSize)),
-			...damaged.map((c): [number, number] => [c.from, c.to]),
-		].sort((a, b) => a[0] - b[0]);
+		];
+		const repaired = () => damaged.every((c) => !manifest.chunks.includes(c));
+		// Merges that meet a damaged file outside the range stop for this run (merge-guard.ts).
+		const guard = createMergeGuard(dataDir, () => manifest, logger);
+		const merge = () =>
+			guard.run(() =>
+				mergeAll(
+					writer,
+					dataDir,
+					manifest,
+					(files) => retired.retire(files),
+					() => opts.signal?.aborted === true,
+					metadata,
+				),
+			);
 		const total = chunks.reduce((n, [a, b]) => n + b - a + 1, 0);
 		logger.info(
 			`${chain.id}: blocks ${opts.from}..${to}, ${total} to fetch in ${chunks.length} chunks, traces: ${traceFormat ?? "none"}`,
@@ -178,15 +196,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 			// Merges a stopped run left due (it stopped between a chunk and its merges) come first,
 			// so the saves, and the generations files are named after, follow an unstopped run's.
 			// (A run with nothing to fetch changes nothing: merges wait for the next writer.)
-			if (chunks.length > 0)
-				await mergeAll(
-					writer,
-					dataDir,
-					manifest,
-					(files) => retired.retire(files),
-					() => opts.signal?.aborted === true,
-					metadata,
-				);
+			if (chunks.length > 0 && repaired()) await merge();
 			for (const [i, [from, chunkTo]] of chunks.entries()) {
 				const { links, rows: data } = await unlessAborted(next as NonNullable<typeof next>, opts.signal);
 				if (opts.signal?.aborted) throw new InterruptedError(opts.signal.reason);
@@ -214,14 +224,7 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 				);
 				crashPoint("backfill.chunk-committed");
 				// Index files of settled chunks into runs, while the next chunk is fetched.
-				await mergeAll(
-					writer,
-					dataDir,
-					manifest,
-					(files) => retired.retire(files),
-					() => opts.signal?.aborted === true,
-					metadata,
-				);
+				if (repaired()) await merge();
 				await retired.sweep();
 				let chunkRows = 0;
 				for (const [d, n] of Object.entries(entry.rows)) {
@@ -232,12 +235,15 @@ export function createBackfill({ rpc, chain, dataDir, logger }: BackfillDeps) {
 			}
 			// The holder ranks once a run has written its chunks, not per chunk (store/holdings/holder-ranks.ts).
 			if (chunks.length > 0 && !opts.signal?.aborted) {
-				const gone = await ranksStep(writer, dataDir, manifest);
+				const gone = await guard.run(() => ranksStep(writer, dataDir, manifest));
 				if (gone) retired.retire(gone);
 			}
 		} catch (err) {
 			failed = true;
-			throw isDiskFull(err) ? await diskFullError(chainDir(dataDir, chain.id), err) : err;
+			if (isDiskFull(err)) throw await diskFullError(chainDir(dataDir, chain.id), err);
+			// A read of a damaged listed file: named with its repair, not in DuckDB's words.
+			const damage = await damageBehind(dataDir, manifest, err);
+			throw damage ? new DamagedFileError(damage) : err;
 		} finally {
 			progress.done();
 			writer.close();

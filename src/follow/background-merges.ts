@@ -2,7 +2,9 @@ import type { metadataSource } from "../rpc/token-reads.js";
 import { headStep, mergeDue, mergeNext } from "../store/chunks/merges.js";
 import { createParquetWriter } from "../store/files/parquet-writer.js";
 import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
+import { damageBehind } from "../store/repair/damage.js";
 import type { Logger } from "../util/logger.js";
+import type { createDamageBackoff } from "./damage-backoff.js";
 import type { FollowState } from "./follow-context.js";
 
 /*
@@ -26,8 +28,10 @@ export function createBackgroundMerges(opts: {
 	caughtUp: () => boolean;
 	/** stop() has begun: no merge starts, and the one under way ends after its current step. */
 	stopping: () => boolean;
+	/** A damaged file a merge read: said once, retried with backoff (damage-backoff.ts). */
+	damage: ReturnType<typeof createDamageBackoff>;
 }) {
-	const { dataDir, chainId, logger, metadata, exclusive, retire, caughtUp, stopping } = opts;
+	const { dataDir, chainId, logger, metadata, exclusive, retire, caughtUp, stopping, damage } = opts;
 	let merging: Promise<void> | null = null;
 	let mergeRetryAt = 0;
 	/**
@@ -50,15 +54,24 @@ export function createBackgroundMerges(opts: {
 						(await mergeNext(writer, dataDir, s.manifest, exclusive, metadata)) ??
 						(await ranksStep(writer, dataDir, s.manifest, exclusive)) ??
 						(await headStep(writer, dataDir, s.manifest, exclusive));
-					if (!gone) break;
+					if (!gone) {
+						// Every merge due is done (not only one that read no damaged file): none waits any more.
+						damage.onClear("merges");
+						break;
+					}
 					retire(gone);
 				}
 			} finally {
 				writer.close();
 			}
 		})()
-			.catch((err: unknown) => {
+			.catch(async (err: unknown) => {
 				// Not at every poll: a full disk or a damaged input would fail the same way.
+				const damaged = await damageBehind(dataDir, s.manifest, err).catch(() => null);
+				if (damaged) {
+					mergeRetryAt = Date.now() + damage.onDamage("merges", damaged);
+					return;
+				}
 				mergeRetryAt = Date.now() + MERGE_RETRY_MS;
 				logger.warn(`merge on ${chainId} failed, retried in ${MERGE_RETRY_MS / 1000} s: ${(err as Error).message}`);
 			})

@@ -19,6 +19,12 @@ export const DEFAULT_DELETE_GRACE_MS = RETIRE_GRACE_MS;
 /** The longest wait between polls while the data folder's disk is full. */
 export const DISK_FULL_MAX_BACKOFF_MS = 30_000;
 /**
+ * The longest wait before a step or a merge that met a damaged listed file it cannot fix tries
+ * again (damage-backoff.ts): the repair is an operator's, so minutes are fine, and a retry costs
+ * little (the read fails at the file's footer).
+ */
+export const DAMAGE_MAX_BACKOFF_MS = 300_000;
+/**
  * The follower's merge windows in a partition not yet complete are COMPACT_FAN_IN blocks, then
  * COMPACT_FAN_IN^2, ... (compact-final.ts): 32 by default, so a block is rewritten twice (its
  * window, then its partition), as before windows; the demo takes 4 (4, 16, 64, 256: fewer, larger

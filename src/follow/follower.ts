@@ -3,13 +3,15 @@ import { compareBlockHash, ethBlockNumber, ethChainId } from "../rpc/actions.js"
 import { metadataSource } from "../rpc/token-reads.js";
 import { createParquetWriter } from "../store/files/parquet-writer.js";
 import { missingRanges } from "../store/format/manifest.js";
+import { isFileError } from "../store/format/parquet-shape.js";
 import type { ChunkEntry } from "../store/format/records.js";
+import { damageBehind, damageLine } from "../store/repair/damage.js";
 import { damagedChunks } from "../store/repair/repair.js";
-import { isFileError } from "../store/repair/verify.js";
 import { isDiskFull } from "../util/disk-full.js";
 import { appendBlocks } from "./append-blocks.js";
 import { createBackgroundMerges } from "./background-merges.js";
 import { compactFinal } from "./compact-final.js";
+import { createDamageBackoff } from "./damage-backoff.js";
 import { createDiskFullBackoff } from "./disk-full-backoff.js";
 import { type FollowContext, type FollowEvent, type FollowState, sortedChunks, tipOf } from "./follow-context.js";
 import { DEFAULT_FINALITY_DEPTH, type FollowerOptions } from "./follower-options.js";
@@ -123,6 +125,7 @@ export function createFollower(opts: FollowerOptions) {
 	let running: Promise<void> | null = null;
 	let stopping = false;
 	const caughtUp = () => stats.storedHead != null && stats.nodeHead != null && stats.storedHead >= stats.nodeHead;
+	const damage = createDamageBackoff({ chainId: chain.id, logger, pollMs: opts.pollMs });
 	const background = createBackgroundMerges({
 		dataDir,
 		chainId: chain.id,
@@ -132,6 +135,7 @@ export function createFollower(opts: FollowerOptions) {
 		retire: retirer.retire,
 		caughtUp,
 		stopping: () => stopping,
+		damage,
 	});
 
 	/** One poll: repair, reorg check, gap fill, append, compaction. Returns what changed. */
@@ -159,10 +163,13 @@ export function createFollower(opts: FollowerOptions) {
 		const head = await ethBlockNumber(rpc);
 		stats.nodeHead = head;
 		if (s.recheck) {
-			s.damaged = await ownDamage(s, head);
+			// (Added to those a failed step named: see onStepDamage.)
+			s.damaged = [...new Set([...s.damaged, ...(await ownDamage(s, head))])];
 			s.recheck = false;
 		}
 		// Damaged chunks are fetched again and swapped for the new ones in one save (no hole meanwhile).
+		// (One a merge replaced meanwhile is gone from the manifest: nothing left to repair.)
+		s.damaged = s.damaged.filter((c) => s.manifest.chunks.includes(c));
 		for (const d of [...s.damaged]) {
 			const repaired = await appendBlocks(ctx, s, d.from, d.to, head, d);
 			if (!repaired) break;
@@ -204,11 +211,44 @@ export function createFollower(opts: FollowerOptions) {
 	 * (compaction merges them). Damaged ghosts are unlisted at once (repair.ts).
 	 */
 	async function ownDamage(s: FollowState, head: number): Promise<ChunkEntry[]> {
+		return damagedChunks(dataDir, s.manifest, readsItself(s, head), logger);
+	}
+	const readsItself = (s: FollowState, head: number) => {
 		const finalThrough = s.manifest.final_through ?? head - finality;
 		const wholePartition = (r: { from: number; to: number }) =>
 			r.from % partitionSize === 0 && r.to - r.from + 1 === partitionSize;
-		return damagedChunks(dataDir, s.manifest, (r, ghost) => ghost || r.to > finalThrough || !wholePartition(r), logger);
+		return (r: { from: number; to: number }, ghost: boolean) => ghost || r.to > finalThrough || !wholePartition(r);
+	};
+
+	/**
+	 * A step failed reading a damaged listed file: the wait before the next step. One it reads
+	 * itself is fetched again at the next step (s.recheck, set by step()); another (a settled
+	 * chunk's, a run's) it cannot fix: said once, retried with backoff (damage-backoff.ts).
+	 */
+	async function onStepDamage(err: unknown): Promise<number | null> {
+		const s = state;
+		const damaged = s && isFileError(err) ? await damageBehind(dataDir, s.manifest, err).catch(() => null) : null;
+		if (!s || !damaged) return null;
+		stats.lastFault = { at: Date.now(), message: damageLine(damaged) };
+		const own =
+			damaged.kind !== "run" &&
+			readsItself(s, stats.nodeHead ?? 0)({ from: damaged.from, to: damaged.to }, damaged.kind === "ghost");
+		// Met again after a refetch was tried: not one it can fix after all (a loop of refetches
+		// would log at every poll).
+		if (own && refetching !== damaged.file) {
+			refetching = damaged.file;
+			// Its chunk to the damaged ones directly: a page damaged mid-file passes the recheck's cheap check.
+			const chunk = s.manifest.chunks.find((c) => c.from === damaged.from && c.to === damaged.to);
+			if (chunk && !s.damaged.includes(chunk)) s.damaged.push(chunk);
+			logger.warn(
+				`follow ${chain.id}: ${damaged.file} (blocks ${damaged.from}..${damaged.to}) is damaged (${damaged.problem}): fetching those blocks again at the next step`,
+			);
+			return pollMs;
+		}
+		return damage.onDamage("steps", damaged);
 	}
+	/** The damaged file of its own a step met last, fetched again at the next step. */
+	let refetching: string | null = null;
 
 	/** Ends the wait between polls at once (stop() must not sit out a disk-full backoff). */
 	let wake = () => {};
@@ -238,6 +278,8 @@ export function createFollower(opts: FollowerOptions) {
 						for (const e of events) onEvent(e);
 						// Only a step that wrote shows the disk has room again (one without new blocks writes nothing).
 						if (events.some((e) => e.type !== "fault")) await onDiskBack();
+						damage.onClear("steps");
+						refetching = null;
 					} catch (err) {
 						const full = isDiskFull(err);
 						const message = (err as Error).message;
@@ -248,7 +290,9 @@ export function createFollower(opts: FollowerOptions) {
 						} else {
 							stats.faults++;
 							stats.lastFault = { at: Date.now(), message: full ? `disk full in ${dataDir}: ${message}` : message };
+							const damaged = full ? null : await onStepDamage(err);
 							if (full) wait = await onDiskFull(err);
+							else if (damaged !== null) wait = damaged;
 							else logger.error(`follow ${chain.id}: ${message}`);
 						}
 					}

@@ -6,9 +6,9 @@
  */
 import { stat } from "node:fs/promises";
 import { relative } from "node:path";
+import { isFileError, parquetShape } from "../../store/format/parquet-shape.js";
 import type { Manifest } from "../../store/format/records.js";
 import { listedPaths } from "../../store/indexes/listing.js";
-import { isFileError, parquetShape } from "../../store/repair/verify.js";
 import { DamagedDataError, type DamagedFile, dataDamagedMessage } from "../damaged-data-error.js";
 import type { StoreOptions } from "./store-options.js";
 

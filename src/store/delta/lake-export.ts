@@ -1,12 +1,13 @@
 import { existsSync } from "node:fs";
 import { rm, stat } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../../extract/rows.js";
 import { INDEX_NAMES } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { partitionFileName, type RangeId } from "../format/layout.js";
 import { GHOST_DATASET } from "../format/manifest.js";
+import { parquetShape } from "../format/parquet-shape.js";
 import type { LakeSettings, Manifest } from "../format/records.js";
 import { METADATA_TABLE_NAMES, RANK_TABLES } from "../format/records.js";
 import { runCovering, runsOf, SETTLE_DEPTH } from "../format/run-lookup.js";
@@ -43,6 +44,11 @@ import { fileFacts } from "./file-stats.js";
  *   (its state as of generation G is its last commit with txn version <= G).
  * - Removed files stay on disk for `retention_minutes` (an engine that planned on version N
  *   reads them minutes later), then the vacuum deletes them and records it in a commit.
+ * - A file to add that is missing or not whole Parquet (damaged, and listed again by a restored
+ *   manifest) cannot be described: its table gets no commit until a repair lists a sound file
+ *   in its place. The table's log stays at its last state, whose files are all kept on disk, so
+ *   engines read the last sound snapshot; the export never reads the damaged file, and never
+ *   fails a writer's start on it (the writer's own check names it and fetches it again).
  */
 
 export const DEFAULT_LAKE: LakeSettings = { delta: true, retention_minutes: 360, final_only: false };
@@ -99,9 +105,19 @@ const connection = () => {
 	return shared;
 };
 
+/** A file the manifest lists that its table's log cannot take yet (see the module comment). */
+export interface WaitingFile {
+	/** Relative to the data folder. */
+	file: string;
+	problem: string;
+}
+
 export interface LakeExporter {
-	/** Brings every table's log to the manifest's state; vacuums what is due. */
-	export(m: Manifest, now?: number): Promise<void>;
+	/**
+	 * Brings every table's log to the manifest's state; vacuums what is due. Returns the files
+	 * that hold a table back at its last state (damaged ones), [] when every table is current.
+	 */
+	export(m: Manifest, now?: number): Promise<WaitingFile[]>;
 	/** Whether a file must stay on disk for the Delta logs (live, or removed within the retention). */
 	retains(path: string): boolean;
 }
@@ -158,6 +174,7 @@ function createExporter(chainDir: string): LakeExporter {
 		table: string,
 		want: Map<string, LiveFile>,
 		now: number,
+		waiting: WaitingFile[],
 	) {
 		const dir = join(chainDir, table);
 		const state = await stateOf(conn, table);
@@ -173,7 +190,13 @@ function createExporter(chainDir: string): LakeExporter {
 		let columns: { name: string; type: string }[] | null = null;
 		for (const name of addedNames) {
 			const path = join(dir, name);
-			const facts = await fileFacts(conn, path);
+			const unreadable = (problem: string) => waiting.push({ file: relative(dirname(chainDir), path), problem });
+			// Checked before DuckDB reads its footer: a damaged file holds the table back, it fails nothing.
+			const shape = await parquetShape(path);
+			if (shape) unreadable(shape);
+			const facts = shape ? null : await fileFacts(conn, path).catch(() => null);
+			if (!shape && !facts) unreadable("its Parquet footer cannot be read");
+			if (!facts) continue;
 			const st = await stat(path);
 			const range = (want.get(name) as LiveFile).range;
 			columns ??= facts.columns;
@@ -187,6 +210,7 @@ function createExporter(chainDir: string): LakeExporter {
 				tags: { from: String(range.from), to: String(range.to), last_hash: range.last_hash },
 			});
 		}
+		if (added.length < addedNames.length) return;
 		const schema = columns ? schemaString(columns) : null;
 		const meta = state.metaData;
 		const metaChanged =
@@ -274,15 +298,17 @@ function createExporter(chainDir: string): LakeExporter {
 				// Turned off: a stale log would tell engines of files that are gone.
 				for (const t of lakeTables()) await rm(join(chainDir, t, LOG_DIR), { recursive: true, force: true });
 				states.clear();
-				return;
+				return [];
 			}
 			const conn = await connection();
 			retentionMs = Math.max(MIN_RETENTION_MINUTES, settings.retention_minutes) * 60_000;
 			const live = liveFiles(m, settings);
+			const waiting: WaitingFile[] = [];
 			for (const table of lakeTables()) {
-				await exportTable(conn, m, settings, table, live.get(table) ?? new Map(), now);
+				await exportTable(conn, m, settings, table, live.get(table) ?? new Map(), now, waiting);
 				await vacuum(conn, m, table, retentionMs, now);
 			}
+			return waiting;
 		},
 		retains(path) {
 			if (!enabled) return false;

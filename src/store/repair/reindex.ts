@@ -13,6 +13,7 @@ import { ranksStep } from "../holdings/holder-ranks.js";
 import { filterPath } from "../indexes/key-filter.js";
 import { isIndexed, runFiles } from "../indexes/listing.js";
 import { createRetireLater } from "../retire/retire-later.js";
+import { DamagedFileError, damageBehind } from "./damage.js";
 import { upgradeTypes } from "./upgrade-types.js";
 import { checkRuns } from "./verify-runs.js";
 
@@ -39,8 +40,10 @@ export async function reindexChain(
 	const release = await acquireWriteLock(chainDir(dataDir, chain.id));
 	const writer = await createParquetWriter();
 	let done = 0;
+	let loaded: Manifest | null = null;
 	try {
 		const manifest = await loadManifest(dataDir, chain.id, chain.number);
+		loaded = manifest;
 		if (applyLakeFlags(manifest, lake)) await saveManifest(dataDir, manifest);
 		// Damaged merged runs (npm run verify names them): unlisted, so their chunks' index files
 		// are written again from the datasets below and merged anew.
@@ -99,6 +102,10 @@ export async function reindexChain(
 		const gone = await ranksStep(writer, dataDir, manifest);
 		if (gone) retired.retire(gone);
 		return done;
+	} catch (err) {
+		// A dataset file it read is damaged: named with the backfill that repairs it, not in DuckDB's words.
+		const damage = loaded && (await damageBehind(dataDir, loaded, err));
+		throw damage ? new DamagedFileError(damage) : err;
 	} finally {
 		writer.close();
 		release();

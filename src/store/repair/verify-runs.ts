@@ -3,9 +3,9 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { sqlString as quote } from "../../util/sql-string.js";
 import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
+import { parquetShape } from "../format/parquet-shape.js";
 import type { Manifest, RunEntry } from "../format/records.js";
 import { filterPath, loadKeyFilter } from "../indexes/key-filter.js";
-import { parquetShape } from "./verify.js";
 
 /* Checking merged index runs (repair/): each run's file and key filter against the manifest. */
 

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { copyFile, open, readdir, rename, writeFile } from "node:fs/promises";
+import { copyFile, readdir, rename, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName } from "../../extract/rows.js";
@@ -12,6 +12,7 @@ import { partPaths } from "../format/key-parts.js";
 import { chainDir, manifestPath, partitionPath } from "../format/layout.js";
 import { GHOST_DATASET, readManifestChecked } from "../format/manifest.js";
 import { manifestDamaged, manifestFix, readPreviousManifest } from "../format/manifest-check.js";
+import { NOT_PARQUET, parquetShape } from "../format/parquet-shape.js";
 import type { ChunkEntry, GhostEntry, Manifest } from "../format/records.js";
 
 /* Checking a chain's files (repair/): each listed file against the manifest, and a damaged manifest restored. */
@@ -28,39 +29,6 @@ export interface FileProblem {
 	problem: string;
 	/** A file of reorged-out blocks: it cannot be fetched again, only unlisted. */
 	ghost: boolean;
-}
-
-/** Said of a file that is not whole Parquet (DuckDB's "No magic bytes found at end of file"). */
-export const NOT_PARQUET = "not a whole Parquet file (its footer is missing: truncated or overwritten)";
-
-/**
- * The cheapest check, without DuckDB: the file exists and is shaped like Parquet (magic bytes at
- * both ends, and a footer length that fits). Catches a deleted, emptied or truncated file; not a
- * page corrupted in the middle (verify's full read does). Returns what is wrong, or null.
- */
-export async function parquetShape(path: string): Promise<string | null> {
-	let fh: Awaited<ReturnType<typeof open>>;
-	try {
-		fh = await open(path, "r");
-	} catch (err) {
-		const code = (err as NodeJS.ErrnoException).code;
-		return code === "ENOENT" ? "missing" : `cannot be opened (${code ?? "error"})`;
-	}
-	try {
-		const { size } = await fh.stat();
-		if (size < 12) return size === 0 ? "empty" : NOT_PARQUET;
-		const head = Buffer.alloc(4);
-		const tail = Buffer.alloc(8);
-		await fh.read(head, 0, 4, 0);
-		await fh.read(tail, 0, 8, size - 8);
-		const magic = (b: Buffer) => b.toString("latin1") === "PAR1";
-		if (!magic(head) || !magic(tail.subarray(4)) || tail.readUInt32LE(0) + 12 > size) return NOT_PARQUET;
-		return null;
-	} catch (err) {
-		return `cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`;
-	} finally {
-		await fh.close();
-	}
 }
 
 /** Every listed file of `chunks` and `ghosts`, with what the manifest recorded about it. */
@@ -266,7 +234,3 @@ export async function damagedIn(
 		problems,
 	};
 }
-
-/** Whether an error is a data file that is missing or unreadable (DuckDB's words for it). */
-export const isFileError = (err: unknown): boolean =>
-	/No magic bytes|No files found|Failed to read file|[Cc]orrupt|ENOENT/.test(String((err as Error)?.message ?? err));
