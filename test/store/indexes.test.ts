@@ -9,7 +9,7 @@ import type { TransferRow } from "../../src/extract/rows.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { replaceChunks } from "../../src/store/chunks/chunk-store.js";
 import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
-import { INDEXES, indexesFor } from "../../src/store/format/indexes.js";
+import { type IndexDef, INDEXES, indexesFor } from "../../src/store/format/indexes.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import type { Manifest } from "../../src/store/format/records.js";
@@ -131,8 +131,15 @@ describe("index files of a backfilled chain", () => {
 				expect(groups.reduce((n, g) => n + Number(g.n), 0)).toBe(actual?.n);
 				for (const g of groups) expect(Number(g.n)).toBeLessThanOrEqual(rowGroupSize);
 				if (actual?.n === 0) continue;
-				expect(groups[0]?.lo, `${i} ${c.from}`).toBe(actual?.lo);
-				expect(groups.at(-1)?.hi, `${i} ${c.from}`).toBe(actual?.hi);
+				if (!(INDEXES[i as keyof typeof INDEXES] as IndexDef).smallGroups) {
+					expect(groups[0]?.lo, `${i} ${c.from}`).toBe(actual?.lo);
+					expect(groups.at(-1)?.hi, `${i} ${c.from}`).toBe(actual?.hi);
+					continue;
+				}
+				// Arrow's writer (small-groups.ts) cuts text statistics to 64 bytes: still bounds.
+				const [lo, hi] = [String(groups[0]?.lo), String(groups.at(-1)?.hi)];
+				expect(lo <= String(actual?.lo) && String(actual?.lo).startsWith(lo), `${i} ${c.from}`).toBe(true);
+				expect(hi >= String(actual?.hi), `${i} ${c.from}`).toBe(true);
 			}
 		}
 	});

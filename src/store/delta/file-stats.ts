@@ -32,7 +32,8 @@ export async function fileFacts(conn: DuckDBConnection, path: string): Promise<F
 		.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }));
 	const meta = await conn.runAndReadAll(
 		`SELECT path_in_schema AS col, row_group_id AS rg, row_group_num_rows::BIGINT AS n,
-		        stats_min_value AS lo, stats_max_value AS hi, stats_null_count::BIGINT AS nulls
+		        stats_min_value AS lo, stats_max_value AS hi, stats_null_count::BIGINT AS nulls,
+		        coalesce(min_is_exact, true) AND coalesce(max_is_exact, true) AS exact
 		 FROM parquet_metadata(${quote(path)})`,
 	);
 	const rows = meta.getRowObjectsJS() as {
@@ -42,6 +43,7 @@ export async function fileFacts(conn: DuckDBConnection, path: string): Promise<F
 		lo: string | null;
 		hi: string | null;
 		nulls: bigint | null;
+		exact: boolean;
 	}[];
 	const groups = new Map<number, bigint>();
 	for (const r of rows) groups.set(Number(r.rg), BigInt(r.n));
@@ -68,6 +70,9 @@ export async function fileFacts(conn: DuckDBConnection, path: string): Promise<F
 			min.push(`${key}:${lo}`);
 			max.push(`${key}:${hi}`);
 		} else {
+			// Arrow's writer (files/small-groups.ts) cuts text statistics to 64 bytes: bounds, but not
+			// the values, which Delta's statistics are taken to be here.
+			if (values.some((r) => !r.exact)) continue;
 			const lo = ordered(values.map((r) => r.lo as string))[0] as string;
 			const hi = ordered(values.map((r) => r.hi as string)).at(-1) as string;
 			if (lo.length > MAX_TEXT_STAT || hi.length > MAX_TEXT_STAT) continue;

@@ -10,6 +10,7 @@ import { sqlString as quote } from "../../util/sql-string.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
 import { partCondition, partPath, partsFor } from "../format/key-parts.js";
 import { SCHEMAS, SORT_KEY } from "../format/schema.js";
+import { writeSmallGroups } from "./small-groups.js";
 
 /* The Parquet writer (files/): every store file written, merged and derived through one DuckDB, atomically and durably. */
 
@@ -121,7 +122,8 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 	/**
 	 * Writes index rows `rows` (a SELECT of our own text) sorted at `path`: whole into a temporary
 	 * file, then, when it has more rows than one part holds, split by key range into its parts
-	 * (each COPY reads only its key range's row groups of the sorted whole) and the whole removed.
+	 * (each COPY reads only its key range's row groups of the sorted whole) and the whole removed;
+	 * an index in small row groups (small-groups.ts) is always written again from the whole.
 	 * Every file goes in place by rename after an fsync: a crash leaves temporary files or unlisted
 	 * parts, which the next writer's start removes.
 	 */
@@ -139,18 +141,21 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 		const count = Number(copied.getRows()[0]?.[0] ?? 0);
 		await fsyncFile(whole);
 		crashPoint(written);
-		const parts = partsFor(count, INDEXES[index].rowGroupSize);
-		if (parts === 1) {
+		const def: IndexDef = INDEXES[index];
+		const parts = partsFor(count, def.rowGroupSize, def.partRowGroups);
+		if (parts === 1 && !def.smallGroups) {
 			await rename(whole, path);
 		} else {
 			for (let i = 0; i < parts; i++) {
 				const part = partPath(path, i);
-				await conn.run(
-					`COPY (SELECT * FROM read_parquet(${quote(whole)}) WHERE ${partCondition(INDEXES[index].key, i, parts)} ORDER BY ${orderOf(index)})
-					 TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`,
-				);
-				await fsyncFile(`${part}.tmp`);
-				await rename(`${part}.tmp`, part);
+				const where = parts === 1 ? "true" : partCondition(def.key, i, parts);
+				const select = `SELECT * FROM read_parquet(${quote(whole)}) WHERE ${where} ORDER BY ${orderOf(index)}`;
+				if (def.smallGroups) await writeSmallGroups(conn, select, part, def.rowGroupSize);
+				else {
+					await conn.run(`COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`);
+					await fsyncFile(`${part}.tmp`);
+					await rename(`${part}.tmp`, part);
+				}
 			}
 			await rm(whole, { force: true });
 		}

@@ -21,11 +21,12 @@ export const PART_ROW_GROUPS = 32;
 export const MAX_PARTS = 4096;
 
 /**
- * The parts to write `rows` rows of an index with row groups of `rowGroupSize` rows in.
+ * The parts to write `rows` rows of an index with row groups of `rowGroupSize` rows in
+ * (`groupsPerPart` of them a part).
  * CHAINLAKE_PART_ROWS sets the rows a part holds instead (tests: many parts from a small chain).
  */
-export function partsFor(rows: number, rowGroupSize: number): number {
-	const perPart = Number(process.env.CHAINLAKE_PART_ROWS) || rowGroupSize * PART_ROW_GROUPS;
+export function partsFor(rows: number, rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number {
+	const perPart = Number(process.env.CHAINLAKE_PART_ROWS) || rowGroupSize * groupsPerPart;
 	const wanted = Math.ceil(rows / perPart);
 	let parts = 1;
 	while (parts < wanted && parts < MAX_PARTS) parts *= 2;
