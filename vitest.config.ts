@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import SlowFirstSequencer from "./test/setup/sequencer.js";
 
 export default defineConfig({
 	test: {
@@ -7,6 +8,8 @@ export default defineConfig({
 		testTimeout: 120_000,
 		hookTimeout: 120_000,
 		maxWorkers: 2,
+		// The slowest files first when Vitest has no timings of its own: test/setup/sequencer.ts.
+		sequence: { sequencer: SlowFirstSequencer },
 		// Names the file of a worker that died (Vitest does not): test/setup/worker-deaths.ts.
 		globalSetup: ["test/setup/worker-deaths.ts"],
 		setupFiles: ["test/setup/file-journal.ts"],
