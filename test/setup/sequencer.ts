@@ -1,0 +1,45 @@
+import { relative } from "node:path";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/**
+ * The slowest test files, slowest first (the full run of 2026-11-26, each 25 s or more). Vitest
+ * starts the files it has timed before longest first (its results cache, in
+ * node_modules/.vite); without that cache (a fresh `npm ci`, as in CI) it starts the largest
+ * files first, and a short file that takes long (load.test.ts: 88 lines, one of the slowest)
+ * would start last and leave one of the two workers idle while it runs. So then these go first,
+ * in this order, and the rest in Vitest's own. A file missing here only costs time, never a test.
+ */
+const SLOW_FIRST = [
+	"test/store/runs.test.ts",
+	"test/crash/crash-points.test.ts",
+	"test/crash/stop-signals.test.ts",
+	"test/store/verify.test.ts",
+	"test/api/load.test.ts",
+	"test/store/upgrade-types.test.ts",
+	"test/follow/reorg-balances.test.ts",
+	"test/follow/reorg.test.ts",
+	"test/api/keys-rules.test.ts",
+	"test/query/index-listing.test.ts",
+	"test/query/balances.test.ts",
+	"test/store/delta-lake.test.ts",
+	"test/synth/synth.test.ts",
+	"test/query/nfts.test.ts",
+	"test/cli/help.test.ts",
+	"test/query/native.test.ts",
+	"test/follow/first-hour.test.ts",
+];
+
+export default class SlowFirstSequencer extends BaseSequencer {
+	override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+		const sorted = await super.sort(files);
+		const path = (f: TestSpecification) => relative(this.ctx.config.root, f.moduleId).replaceAll("\\", "/");
+		const timed = sorted.every((f) => this.ctx.cache.getFileTestResults(`${f.project.name}:${path(f)}`));
+		if (timed) return sorted;
+		const rank = (f: TestSpecification) => {
+			const i = SLOW_FIRST.indexOf(path(f));
+			return i === -1 ? SLOW_FIRST.length : i;
+		};
+		// Array.prototype.sort is stable: the files not listed keep Vitest's order.
+		return [...sorted].sort((a, b) => rank(a) - rank(b));
+	}
+}
