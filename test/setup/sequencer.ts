@@ -11,6 +11,8 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  */
 const SLOW_FIRST = [
 	"test/store/runs.test.ts",
+	// (Added after that run: its followed lake and seeded repair rounds, about 95 s.)
+	"test/store/repair-converges.test.ts",
 	"test/crash/crash-points.test.ts",
 	"test/crash/stop-signals.test.ts",
 	"test/store/verify.test.ts",
@@ -27,6 +29,7 @@ const SLOW_FIRST = [
 	"test/cli/help.test.ts",
 	"test/query/native.test.ts",
 	"test/follow/first-hour.test.ts",
+	"test/api/sql-isolation.test.ts",
 ];
 
 export default class SlowFirstSequencer extends BaseSequencer {
