@@ -338,6 +338,22 @@ describe("NFT API from the lake", () => {
 		}
 	});
 
+	it("contract-data names each collection's standard, ERC-1155 too, with the metadata read or not", async () => {
+		// Issue 27 saw an ERC-1155 collection as "unknown": contract-data took the standard from the
+		// token metadata alone, which is read only once a chunk settles (never in "whole", one
+		// unsettled chunk). Since 8d85303 it falls back on the collection's NFT transfers in the lake
+		// (TransferSingle/TransferBatch rows are erc1155), so both layouts must say it.
+		for (const dir of ["merged", "whole", "tail"])
+			for (const [token, standard] of [
+				[t1155, "erc1155"],
+				[t721, "erc721"],
+			] as const) {
+				const r = await get(dir, `/nft/eip155-${CHAIN}/v1/${token}/contract-data`);
+				expect(r.statusCode, `${dir}: ${r.body}`).toBe(200);
+				expect(r.json().standard, `${dir} ${standard}`).toBe(standard);
+			}
+	});
+
 	it("a token id past uint256 (2^256 and up) is a 400 on every route that takes one; 2^256 - 1 is a token id", async () => {
 		// Issue 27: 2^256 (78 digits, as the largest uint256) answered 200 with an empty history.
 		const over = (2n ** 256n).toString();
