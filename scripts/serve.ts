@@ -38,6 +38,8 @@ const USAGE = `usage: npm run serve -- [--data-dir data] [--port 8080] [--follow
   --rate-limit <n>          requests per second per API key, 0 = off (CHAINLAKE_RATE_LIMIT; default 50)
   --rate-burst <n>          requests a key may send at once (CHAINLAKE_RATE_BURST; default 2 x rate)
   --max-response-mb <n>     the largest list answer in MiB (CHAINLAKE_MAX_RESPONSE_MB; default 32)
+  --metrics-public          /metrics without an API key (CHAINLAKE_METRICS_PUBLIC=1; default: a key is
+                            needed), for a port only Prometheus reaches
   --query-timeout-ms <n>    DuckDB time per request before 503 QUERY_TIMEOUT (CHAINLAKE_QUERY_TIMEOUT_MS; default ${DEFAULT_QUERY_TIMEOUT_MS})
   --memory-limit <size>     DuckDB's memory for this process (CHAINLAKE_MEMORY_LIMIT; default ${DEFAULT_MEMORY_LIMIT})
   --threads <n>             DuckDB's threads (CHAINLAKE_THREADS; default 2)
@@ -72,6 +74,7 @@ const options = {
 	"rate-limit": { type: "string", default: process.env.CHAINLAKE_RATE_LIMIT ?? "" },
 	"rate-burst": { type: "string", default: process.env.CHAINLAKE_RATE_BURST ?? "" },
 	"max-response-mb": { type: "string", default: process.env.CHAINLAKE_MAX_RESPONSE_MB || "32" },
+	"metrics-public": { type: "boolean", default: process.env.CHAINLAKE_METRICS_PUBLIC === "1" },
 	"query-timeout-ms": {
 		type: "string",
 		default: process.env.CHAINLAKE_QUERY_TIMEOUT_MS || String(DEFAULT_QUERY_TIMEOUT_MS),
@@ -195,6 +198,7 @@ const app = await buildApp({
 	rateLimit,
 	maxResponseBytes: Math.round(maxResponseMb * 1024 * 1024),
 	sql,
+	metricsPublic: values["metrics-public"] as boolean,
 });
 const address = await app.listen({ port, host: values.host });
 app.log.info(

@@ -201,6 +201,7 @@ runCli(spec, async (argv) => {
 		logger: { level: process.env.LOG_LEVEL ?? "warn", redact: ["req.headers.authorization"] },
 		// POST /{chain}/v1/sql for notebooks, when asked for (README "SQL over HTTP").
 		sql: { enabled: process.env.CHAINLAKE_SQL === "1" },
+		metricsPublic: process.env.CHAINLAKE_METRICS_PUBLIC === "1",
 	});
 	const address = await app.listen({ port: PORT, host: HOST });
 	const base = `${address}/${chain.id}/v1`;
@@ -224,7 +225,7 @@ runCli(spec, async (argv) => {
 			`  base URL:  ${base}`,
 			`  API key:   ${demoKey}`,
 			`  docs:      ${address}/docs`,
-			`  health:    ${address}/readyz   metrics: ${address}/metrics`,
+			`  health:    ${address}/readyz   metrics: ${address}/metrics (with the key)`,
 			`  ${anvil ? "anvil RPC:" : "node RPC: "} ${rpcUrl}   (chain id ${chain.number})`,
 			`  data:      ${dir}   (${chain.id} in ${chainDir(dir, chain.id)})`,
 			"try:",

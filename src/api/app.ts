@@ -61,6 +61,11 @@ export interface AppOptions {
 	timeouts?: Partial<ServerTimeouts>;
 	/** POST /{chain}/v1/sql: off (403 SQL_DISABLED) unless `enabled`; limits default to DEFAULT_SQL_LIMITS. */
 	sql?: { enabled?: boolean; limits?: Partial<SqlLimits> };
+	/**
+	 * /metrics without a key (default: a key is needed). Its figures (routes, load, heads, node
+	 * errors) are for the operator; the writer's status port serves them without a key.
+	 */
+	metricsPublic?: boolean;
 }
 
 declare module "fastify" {
@@ -108,6 +113,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		remote: opts.remote,
 		dataDir: opts.dataDir,
 		limiter,
+		metricsPublic: opts.metricsPublic ?? false,
 	};
 	app.decorateRequest("caller", "");
 	app.decorate("maxResponseBytes", opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);

@@ -17,10 +17,19 @@ export function keyFromHeader(header: string | undefined): string {
 	if (m[1].toLowerCase() === "basic") {
 		// Latin-1: one character per byte, so a non-ASCII byte stays visible (and fails the rule).
 		const decoded = Buffer.from(m[2], "base64").toString("latin1");
-		key = decoded.split(":")[0] ?? "";
+		const colon = decoded.indexOf(":");
+		key = colon === -1 ? decoded : decoded.slice(0, colon);
 		if (!/^[A-Za-z0-9+/]+={0,2}$/.test(m[2]) || key === "") {
 			throw new ApiError(401, "INVALID_AUTHORIZATION", `malformed Basic credentials: ${HOW}`);
 		}
+		// The key is the whole credential: a password would be ignored, so a client that sends one
+		// (a key put in the wrong field, or a secret it thinks is checked) is told, not let in (issue 27).
+		if (colon !== -1 && colon < decoded.length - 1)
+			throw new ApiError(
+				401,
+				"INVALID_AUTHORIZATION",
+				"Basic credentials with a password: the key goes in the username and the password must be empty (base64 of <key>:), or send Authorization: Bearer <key>",
+			);
 	}
 	if (!isValidKey(key)) throw new ApiError(401, "INVALID_API_KEY", `not an API key: ${KEY_RULE_TEXT}`);
 	return key;

@@ -20,6 +20,8 @@ export interface ApiContext {
 	dataDir: string;
 	/** Per-key rate limits, when on: the SQL endpoint charges a statement's DuckDB time. */
 	limiter?: RateLimiter | null;
+	/** /metrics answers without a key (serve --metrics-public); otherwise it needs one. */
+	metricsPublic?: boolean;
 }
 
 /** 404 for a well-formed chain id that has no data here, naming the chains that do. */

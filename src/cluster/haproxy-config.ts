@@ -20,7 +20,12 @@ const s = (ms: number) => `${Math.ceil(ms / 1000)}s`;
  * - timeouts just above the service's own (src/api/server-timeouts.ts), so a slow query ends
  *   in the service's 503 with its error body rather than in HAProxy's 504, and idle connections
  *   to a process are closed by HAProxy before the process closes them (no request sent on a
- *   connection being closed).
+ *   connection being closed);
+ * - retries on another process: a connection refused (a process stopped or restarting) for any
+ *   request, and for GET and HEAD (every data route: they only read) a process that died with the
+ *   request in flight (its connection closed with no answer), which was a 502 (issue 27). Not a
+ *   slow answer (it would run twice, and the client waits twice), and not the SQL endpoint's
+ *   POST: a statement that took a process down is not sent to the next one.
  */
 export function haproxyConfig(setup: HaproxySetup): string {
 	const t = DEFAULT_TIMEOUTS;
@@ -39,9 +44,12 @@ defaults
     timeout server ${s(t.handlerMs + 5_000)}
     # Below the service's keep-alive (${s(t.keepAliveMs)}): HAProxy closes idle connections first.
     timeout http-keep-alive ${s(t.keepAliveMs - 5_000)}
-    # A process that refuses the connection (stopped, restarting): the request goes to another.
+    # A process that refuses the connection (stopped, restarting), or closes it with no answer
+    # (killed with the request in flight): the request goes to another process. \`redispatch 1\`:
+    # every retry picks a process again, past the one that failed (the key's hash would pick it).
     retries 2
-    option redispatch
+    option redispatch 1
+    retry-on conn-failure empty-response junk-response
 
 frontend chainlake
     bind ${setup.bind.host}:${setup.bind.port}
@@ -54,6 +62,8 @@ backend readers
     option httpchk GET /readyz
     http-check expect status 200
     default-server inter 1s fall 2 rise 1
+    # Only reads are sent again once they reached a process (a refused connection is retried for all).
+    http-request disable-l7-retry unless METH_GET || METH_HEAD
 ${setup.readers.map((r, i) => `    server reader${i + 1} ${r.host}:${r.port} check`).join("\n")}
 `;
 }

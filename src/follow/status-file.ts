@@ -2,6 +2,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { lakeExportStatus } from "../store/delta/save-manifest.js";
 import { chainDir, statusPath } from "../store/format/layout.js";
+import { removingOnFailureSync } from "../util/temp-files.js";
 import type { FollowSource } from "./follower-stats.js";
 
 /*
@@ -35,8 +36,10 @@ export function writeStatus(dataDir: string, chain: string, source: FollowSource
 		stopped,
 		source: { ...source, deltaExport: lakeExportStatus(chain) ?? undefined },
 	};
-	writeFileSync(`${path}.tmp`, JSON.stringify(status));
-	renameSync(`${path}.tmp`, path);
+	removingOnFailureSync([`${path}.tmp`], () => {
+		writeFileSync(`${path}.tmp`, JSON.stringify(status));
+		renameSync(`${path}.tmp`, path);
+	});
 }
 
 /** The writer's last status, or null when there is none (no writer ran yet) or it cannot be read. */

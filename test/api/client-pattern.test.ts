@@ -185,10 +185,21 @@ describe("authentication as the clients send it", () => {
 		expect(basic.headers.get("content-type")).toContain("application/json");
 		const bearer = await request("/blocks/latest", {}, `Bearer ${TEST_KEY}`);
 		expect(bearer.body).toEqual(basic.body);
-		// The key as username with a password is still the key (axios always sends the colon).
-		expect(
-			(await request("/blocks/latest", {}, `Basic ${Buffer.from(`${TEST_KEY}:x`).toString("base64")}`)).status,
-		).toBe(200);
+		// axios always sends the colon; with an empty password it is the key's whole credential. A
+		// password is refused (issue 27: it was ignored, so any password passed), saying what to send.
+		for (const password of ["x", TEST_KEY, ":"]) {
+			const r = await request(
+				"/blocks/latest",
+				{},
+				`Basic ${Buffer.from(`${TEST_KEY}:${password}`).toString("base64")}`,
+			);
+			expect(r.status, password).toBe(401);
+			expect(r.body, password).toMatchObject({ code: "INVALID_AUTHORIZATION" });
+			expect(String(r.body.message)).toContain("the password must be empty");
+			expect(r.headers.get("www-authenticate")).toMatch(/^Bearer/);
+		}
+		// No colon at all (no password sent): the key.
+		expect((await request("/blocks/latest", {}, `Basic ${Buffer.from(TEST_KEY).toString("base64")}`)).status).toBe(200);
 	});
 
 	it("401 with WWW-Authenticate for a missing or unknown key; health needs none", async () => {

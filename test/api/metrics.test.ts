@@ -13,13 +13,19 @@ import { createKeyring } from "../../src/api/keys.js";
 import { createStore } from "../../src/query/store/create-store.js";
 import type { Store } from "../../src/query/store/store.js";
 
+const KEY = "metrics-key";
+const AUTH = { authorization: `Bearer ${KEY}` };
 let dir: string;
 let store: Store;
 let app: Awaited<ReturnType<typeof buildApp>>;
 beforeAll(async () => {
 	dir = await mkdtemp(join(tmpdir(), "chainlake-metrics-"));
 	store = await createStore(dir);
-	app = await buildApp({ store, keyring: createKeyring({ path: join(dir, "_keys.json"), envKeys: [] }), dataDir: dir });
+	app = await buildApp({
+		store,
+		keyring: createKeyring({ path: join(dir, "_keys.json"), envKeys: [KEY] }),
+		dataDir: dir,
+	});
 });
 afterAll(async () => {
 	await app?.close();
@@ -38,9 +44,25 @@ function samples(text: string, name: string): Map<string, number> {
 }
 
 describe("/metrics", () => {
+	it("needs a key on the API (401 saying the ways in), not with metricsPublic (serve --metrics-public)", async () => {
+		// Issue 27: it answered anyone. The writer's status port (test/follow/one-writer.test.ts) needs none.
+		const none = await app.inject({ url: "/metrics" });
+		expect(none.statusCode).toBe(401);
+		expect(none.headers["www-authenticate"]).toMatch(/^Bearer/);
+		expect(none.json()).toMatchObject({ code: "MISSING_API_KEY" });
+		for (const way of ["Authorization: Bearer <key>", "--status-port", "--metrics-public"])
+			expect(none.json().message).toContain(way);
+		const wrong = await app.inject({ url: "/metrics", headers: { authorization: "Bearer not-a-known-key" } });
+		expect(wrong.statusCode).toBe(401);
+		expect(wrong.json()).toMatchObject({ code: "INVALID_API_KEY" });
+		expect(wrong.body).not.toContain("# TYPE");
+		expect((await app.inject({ url: "/metrics", headers: AUTH })).statusCode).toBe(200);
+		// metricsPublic: the next test's app, asked without a key.
+	});
+
 	it("carries the runtime metrics (event-loop lag, heap, GC, RSS, CPU) beside the service's", async () => {
 		for (let i = 0; i < 3; i++) await app.inject({ url: "/healthz" });
-		const res = await app.inject({ url: "/metrics" });
+		const res = await app.inject({ url: "/metrics", headers: AUTH });
 		expect(res.statusCode).toBe(200);
 		expect(res.headers["content-type"]).toMatch(/^text\/plain; version=0\.0\.4/);
 		const text = res.body;
@@ -71,10 +93,13 @@ describe("/metrics", () => {
 			store,
 			keyring: createKeyring({ path: join(dir, "_keys.json"), envKeys: [] }),
 			dataDir: dir,
+			metricsPublic: true,
 		});
 		try {
 			await other.inject({ url: "/readyz" });
-			const text = (await other.inject({ url: "/metrics" })).body;
+			const res = await other.inject({ url: "/metrics" });
+			expect(res.statusCode).toBe(200);
+			const text = res.body;
 			expect(samples(text, "chainlake_http_request_duration_seconds_count").get('{route="/readyz"}')).toBe(1);
 			expect(samples(text, "chainlake_http_request_duration_seconds_count").has('{route="/healthz"}')).toBe(false);
 		} finally {

@@ -99,7 +99,8 @@ describe("every answer", () => {
 			["/no/such/route", {}, 404, "GET"],
 			["/healthz", {}, 200, "GET"],
 			["/readyz", {}, 200, "GET"],
-			["/metrics", {}, 200, "GET"],
+			["/metrics", AUTH, 200, "GET"],
+			["/metrics", {}, 401, "GET"],
 			["/openapi.json", {}, 200, "GET"],
 		];
 		for (const [url, headers, status, method] of cases) {

@@ -1,7 +1,6 @@
 import { type ChildProcess, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,6 +16,7 @@ import { runWorkload } from "../../src/workload/run.js";
 import type { WorkloadResult } from "../../src/workload/types.js";
 import { spawnScript } from "../helpers/cli.js";
 import { nodeCall, sendMined } from "../helpers/node-rpc.js";
+import { freeBase } from "../helpers/ports.js";
 
 /**
  * The scaled-out service as README "Scaling out" starts it (`npm run cluster`): one writer
@@ -39,20 +39,6 @@ let output = "";
 let base: number;
 let paths: string[];
 
-/** A port with `span` free ports after it (HAProxy, the API processes) and one at +100 (the writer's status). */
-async function freeBase(span: number): Promise<number> {
-	const free = (port: number) =>
-		new Promise<boolean>((resolve) => {
-			const s = createServer();
-			s.once("error", () => resolve(false));
-			s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
-		});
-	for (;;) {
-		const p = 20_000 + Math.floor(Math.random() * 30_000);
-		const ports = [...Array.from({ length: span + 1 }, (_, i) => p + i), p + 100];
-		if ((await Promise.all(ports.map(free))).every(Boolean)) return p;
-	}
-}
 const url = (port: number, path: string) => `http://127.0.0.1:${port}${path}`;
 const get = (path: string, key: string) => fetch(url(base, path), { headers: { authorization: `Bearer ${key}` } });
 
@@ -74,7 +60,7 @@ const servedHead = async (key: string) =>
 	((await (await get(`/${CHAIN}/v1/blocks/latest`, key)).json()) as { number: number }).number;
 /** Data requests each API process answered, from its /metrics. */
 async function answered(port: number): Promise<number> {
-	const text = await (await fetch(url(port, "/metrics"))).text();
+	const text = await (await fetch(url(port, "/metrics"), { headers: { authorization: `Bearer ${KEYS[0]}` } })).text();
 	return text
 		.split("\n")
 		.filter((l) => l.startsWith("chainlake_http_request_duration_seconds_count") && l.includes("/v1/"))

@@ -100,7 +100,7 @@ describe("following through a node that fails 20% of requests", () => {
 			}
 			// Lagging and forked backends answer without an error; they show as answers found wrong.
 			expect((f.rpc_errors.missing_block ?? 0) + (f.rpc_errors.inconsistent ?? 0)).toBeGreaterThan(0);
-			const metrics = (await app.inject({ url: "/metrics" })).body;
+			const metrics = (await app.inject({ url: "/metrics", headers: { authorization: "Bearer k" } })).body;
 			expect(metrics).toMatch(new RegExp(`chainlake_rpc_requests_total\\{chain="${chain}"\\} [1-9]`));
 			expect(metrics).toMatch(new RegExp(`chainlake_rpc_errors_total\\{chain="${chain}",kind="timeout"\\} [1-9]`));
 			// The Delta Lake logs kept up through the faults (a failed export would be counted here).

@@ -82,7 +82,7 @@ describe("following a live chain", () => {
 		);
 		const ready = (await app.inject({ url: "/readyz" })).json();
 		expect(ready.chains[0].follower).toMatchObject({ lag_blocks: 0, reorgs: 0 });
-		const metrics = (await app.inject({ url: "/metrics" })).body;
+		const metrics = (await app.inject({ url: "/metrics", headers: { authorization: "Bearer live-key" } })).body;
 		expect(metrics).toContain(`chainlake_head_block{chain="eip155-${CHAIN}"} ${head}`);
 		expect(metrics).toMatch(
 			/chainlake_http_request_duration_seconds_count\{route="\/:chain_id\/v1\/blocks\/latest"\} \d+/,

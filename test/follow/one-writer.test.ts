@@ -92,7 +92,7 @@ describe("one writer, many readers", () => {
 				blocks_ingested: stats(writer)?.blocksIngested,
 				faults: 0,
 			});
-			const metrics = (await app.inject({ url: "/metrics" })).body;
+			const metrics = (await app.inject({ url: "/metrics", headers: { authorization: "Bearer k" } })).body;
 			expect(metrics).toContain(`chainlake_node_head_block{chain="${CHAIN}"} ${stats(writer)?.nodeHead}`);
 			expect(metrics).toContain(`chainlake_follow_faults_total{chain="${CHAIN}"} 0`);
 		} finally {
@@ -117,7 +117,7 @@ describe("one writer, many readers", () => {
 			// The file is the writer's figures as of its last step.
 			const status = readStatus(dir, CHAIN);
 			expect(status?.source.stats.storedHead).toBe(stats(writer)?.storedHead);
-			expect((await app.inject({ url: "/metrics" })).body).toContain(
+			expect((await app.inject({ url: "/metrics", headers: { authorization: "Bearer k" } })).body).toContain(
 				`chainlake_blocks_ingested_total{chain="${CHAIN}"} ${status?.source.stats.blocksIngested}`,
 			);
 		} finally {

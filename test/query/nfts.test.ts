@@ -337,4 +337,51 @@ describe("NFT API from the lake", () => {
 			expect(r.body, path).toContain(code);
 		}
 	});
+
+	it("contract-data names each collection's standard, ERC-1155 too, with the metadata read or not", async () => {
+		// Issue 27 saw an ERC-1155 collection as "unknown": contract-data took the standard from the
+		// token metadata alone, which is read only once a chunk settles (never in "whole", one
+		// unsettled chunk). Since 8d85303 it falls back on the collection's NFT transfers in the lake
+		// (TransferSingle/TransferBatch rows are erc1155), so both layouts must say it.
+		for (const dir of ["merged", "whole", "tail"])
+			for (const [token, standard] of [
+				[t1155, "erc1155"],
+				[t721, "erc721"],
+			] as const) {
+				const r = await get(dir, `/nft/eip155-${CHAIN}/v1/${token}/contract-data`);
+				expect(r.statusCode, `${dir}: ${r.body}`).toBe(200);
+				expect(r.json().standard, `${dir} ${standard}`).toBe(standard);
+			}
+	});
+
+	it("a token id past uint256 (2^256 and up) is a 400 on every route that takes one; 2^256 - 1 is a token id", async () => {
+		// Issue 27: 2^256 (78 digits, as the largest uint256) answered 200 with an empty history.
+		const over = (2n ** 256n).toString();
+		const max = (2n ** 256n - 1n).toString();
+		for (const path of [
+			`/nft/eip155-${CHAIN}/v1/${t721}/${over}/metadata`,
+			`/nft/eip155-${CHAIN}/v1/${t721}/${over}/history`,
+			`/nft/eip155-${CHAIN}/v1/${t1155}/${"9".repeat(78)}/history`,
+		]) {
+			const r = await get("merged", path);
+			expect(r.statusCode, `${path}: ${r.body}`).toBe(400);
+			expect(r.json(), path).toMatchObject({ code: "INVALID_PARAMETER" });
+			expect(r.json().message, path).toContain("token_id");
+			expect(r.json().message, path).toContain("from 0 to 2^256 - 1");
+		}
+		// Offsets carry token ids too (inventory: contract_id, owner: id_holder).
+		for (const path of [
+			`/nft/eip155-${CHAIN}/v1/${accounts[1]}/inventory?offset=${t721}_${over}`,
+			`/nft/eip155-${CHAIN}/v1/${t721}/owner?offset=${over}_${accounts[1]}`,
+		]) {
+			const r = await get("merged", path);
+			expect(r.statusCode, `${path}: ${r.body}`).toBe(400);
+			expect(r.json(), path).toMatchObject({ code: "INVALID_OFFSET" });
+		}
+		expect((await get("merged", `/nft/eip155-${CHAIN}/v1/${t721}/${max}/metadata`)).statusCode).toBe(404);
+		expect((await get("merged", `/nft/eip155-${CHAIN}/v1/${t721}/${max}/history`)).statusCode).toBe(200);
+		expect((await get("merged", `/nft/eip155-${CHAIN}/v1/${t721}/owner?offset=${max}_${accounts[1]}`)).statusCode).toBe(
+			200,
+		);
+	});
 });

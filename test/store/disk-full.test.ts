@@ -59,6 +59,11 @@ function fill(leave = 0) {
 	writeFileSync(BALLAST, Buffer.alloc(Math.max(0, s.bavail * s.bsize - leave)));
 }
 const free = () => rmSync(BALLAST, { force: true });
+/** Temporary files under a chain folder: `.tmp` names, and staged rows in `_staging`. */
+const leftovers = (chainDir: string) =>
+	readdirSync(chainDir, { recursive: true, withFileTypes: true })
+		.filter((e) => e.isFile() && (/\.tmp$/.test(e.name) || e.parentPath.endsWith("_staging")))
+		.map((e) => relative(chainDir, join(e.parentPath, e.name)));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** sha256 of every Parquet file of a chain folder, by path. */
@@ -112,6 +117,9 @@ describe("a full disk", () => {
 			expect(attempts, logger.lines.join("\n")).toBeLessThanOrEqual(4);
 			expect(follower.stats.lastFault?.message).toContain(`disk full in ${dataDir}`);
 			expect(stored()).toBeLessThan(await head());
+			// Issue 27: each failed attempt left its temporary files (a dataset's or index's .tmp, the
+			// staged rows) on the full disk until the next start. A failed write removes its own.
+			expect(leftovers(join(dataDir, CHAIN_ID)), logger.lines.join("\n")).toEqual([]);
 
 			free();
 			await nodeCall(anvil.url, "evm_mine");

@@ -9,7 +9,7 @@ import type { TransferRow } from "../../src/extract/rows.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { replaceChunks } from "../../src/store/chunks/chunk-store.js";
 import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
-import { type IndexDef, INDEXES, indexesFor } from "../../src/store/format/indexes.js";
+import { INDEXES, type IndexDef, indexesFor } from "../../src/store/format/indexes.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import type { Manifest } from "../../src/store/format/records.js";

@@ -1,12 +1,13 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { FollowSource } from "../../follow/follower-stats.js";
 import { readStatus, staleAfterMs } from "../../follow/status-file.js";
 import { latestBlock } from "../../query/blocks.js";
 import { nodeStatus } from "../../rpc/rpc-health.js";
 import { lakeExportStatus } from "../../store/delta/save-manifest.js";
 import { readManifestSafe } from "../../store/format/manifest.js";
+import { authenticate } from "../auth.js";
 import type { ApiContext } from "../context.js";
-import { errorBody } from "../errors.js";
+import { ApiError, errorBody } from "../errors.js";
 
 /** Stored head per chain: block number and timestamp, or null when nothing is stored. */
 async function storedHeads(ctx: ApiContext) {
@@ -37,7 +38,7 @@ function writerOf(ctx: ApiContext, dataDir: string, chain: string) {
 	return own ? { source: own, status: null } : null;
 }
 
-/** Liveness, readiness and metrics; no key needed (for load balancers, orchestrators, Prometheus). */
+/** Liveness and readiness, no key needed (for load balancers, orchestrators); metrics, with a key unless public. */
 export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: string) {
 	const deltaExport = (chain: string, f: FollowSource) => {
 		const s = f.deltaExport ?? lakeExportStatus(chain);
@@ -144,7 +145,36 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: str
 		return out;
 	};
 
-	app.get("/metrics", { schema: { summary: "Prometheus metrics", tags: ["health"] } }, async (_req, reply) =>
-		reply.type(ctx.metrics.contentType).send(await ctx.metrics.render(writers(), await storedHeads(ctx))),
+	// The figures are the operator's (routes and load, heads, node errors): on the public API they
+	// need a key, like the data (issue 27); Prometheus sends one, or scrapes the writer's status port
+	// (status-server.ts, no key), or the server runs with --metrics-public on a port only it reaches.
+	// Not rate limited: a scrape every few seconds must not eat the key's budget.
+	const metricsKey = async (req: FastifyRequest) => {
+		if (ctx.metricsPublic) return;
+		try {
+			req.caller = authenticate(ctx.keyring, req.headers.authorization);
+		} catch (err) {
+			if (err instanceof ApiError && err.code === "MISSING_API_KEY")
+				throw new ApiError(
+					401,
+					"MISSING_API_KEY",
+					"/metrics needs an API key here: send Authorization: Bearer <key> (Prometheus: authorization.credentials), scrape the writer's --status-port (no key), or start the server with --metrics-public",
+				);
+			throw err;
+		}
+	};
+	app.get(
+		"/metrics",
+		{
+			schema: {
+				summary: "Prometheus metrics",
+				description:
+					"Prometheus text: request latency by route, the runtime's figures, each chain's head, lag, reorgs and node errors. Needs an API key unless the server runs with --metrics-public; the writer's --status-port serves it without one.",
+				tags: ["health"],
+			},
+			onRequest: metricsKey,
+		},
+		async (_req, reply) =>
+			reply.type(ctx.metrics.contentType).send(await ctx.metrics.render(writers(), await storedHeads(ctx))),
 	);
 }

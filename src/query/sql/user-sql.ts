@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
 	type DuckDBConnection,
+	type DuckDBExtractedStatements,
 	DuckDBInstance,
+	type DuckDBPreparedStatement,
 	type DuckDBType,
 	DuckDBTypeId,
 	JSDuckDBValueConverter,
@@ -84,6 +86,16 @@ async function refusePaths(conn: DuckDBConnection, file: string, paths: readonly
 		);
 }
 
+/** Whether the text has a `;` before its end (trailing ones and blanks aside): where DuckDB may split it. */
+const hasSeparator = (sql: string): boolean => sql.replace(/[\s;]+$/, "").includes(";");
+
+const notOneSelect = (type: StatementType) =>
+	new SqlRefusedError(
+		400,
+		"SQL_READ_ONLY",
+		`only a read-only SELECT (or WITH ... SELECT, FROM ..., VALUES, DESCRIBE, SUMMARIZE, PIVOT) is run here; this statement is of type ${StatementType[type] ?? type}`,
+	);
+
 /**
  * Runs one user statement over a snapshot's files under `limits` (the caller holds one of
  * sqlSlots' slots meanwhile); output goes to `sink` (rows) or, with `parquet`, comes back as a
@@ -126,30 +138,49 @@ export async function runUserSql(opts: {
 		}
 
 		// What the text is, by DuckDB's parser: one statement, a SELECT (binding it reads no data).
-		let count: number;
-		let type: StatementType;
+		// A PIVOT whose values come from the data (no IN list) is parsed into one CREATE TYPE ... AS
+		// ENUM (SELECT DISTINCT ...) per pivoted column, then the SELECT that uses them: those
+		// statements are the parser's, not the sender's. Only the sender can write a `;`, so a text
+		// without one (past a trailing one) is one statement of theirs whatever the count; a text
+		// with one is counted as DuckDB splits it (`SELECT 1; SELECT 2` stays refused).
+		let extracted: DuckDBExtractedStatements;
+		let pivotEnums = 0;
+		// Prepared once each: DuckDB takes an extracted statement out of the list when it prepares it.
+		const enums: DuckDBPreparedStatement[] = [];
+		let type: StatementType | undefined;
 		try {
-			const extracted = await conn.extractStatements(sql);
-			count = extracted.count;
-			if (count !== 1)
+			extracted = await conn.extractStatements(sql);
+			const count = extracted.count;
+			if (count !== 1 && hasSeparator(sql))
 				throw new SqlRefusedError(
 					400,
 					"SQL_ONE_STATEMENT",
-					`the text holds ${count} statements: send exactly one SELECT per request`,
+					`the text holds ${count} statements (DuckDB splits it at each ';' outside a comment or string): send exactly one SELECT per request`,
 				);
 			await refuseIntrospection(conn, sql);
-			const prepared = await extracted.prepare(0);
-			type = prepared.statementType;
-			prepared.destroySync();
+			pivotEnums = count - 1;
+			for (let i = 0; i < pivotEnums; i++) {
+				const prepared = await extracted.prepare(i);
+				enums.push(prepared);
+				if (prepared.statementType !== StatementType.CREATE) throw notOneSelect(prepared.statementType);
+			}
+			// The last statement of a PIVOT binds to the enums the ones before it make: its type is
+			// known once they have run (below, within the time limit).
+			if (pivotEnums === 0) {
+				const prepared = await extracted.prepare(0);
+				type = prepared.statementType;
+				prepared.destroySync();
+			}
 		} catch (err) {
 			if (err instanceof SqlRefusedError) throw err;
 			throw refusal(err, paths, limits);
 		}
-		if (type !== StatementType.SELECT)
+		if (type !== undefined && type !== StatementType.SELECT) throw notOneSelect(type);
+		if (pivotEnums > 0 && out)
 			throw new SqlRefusedError(
 				400,
-				"SQL_READ_ONLY",
-				`only a read-only SELECT (or WITH ... SELECT, FROM ..., VALUES, DESCRIBE, SUMMARIZE) is run here; this statement is of type ${StatementType[type] ?? type}`,
+				"SQL_INVALID",
+				"format=parquet needs a PIVOT's values listed (PIVOT ... ON col IN (v1, v2, ...)); the other formats take it as it is",
 			);
 
 		const live = conn;
@@ -174,8 +205,18 @@ export async function runUserSql(opts: {
 				if (bytes.length > limits.maxBytes) throw tooLarge(bytes.length, limits);
 				return { elapsedMs: performance.now() - started, rows: written, parquet: bytes };
 			}
-			const select = await live.prepare(`SELECT * FROM query($1) LIMIT ${limits.maxRows + 1}`);
-			select.bindVarchar(1, sql);
+			let select: DuckDBPreparedStatement;
+			if (pivotEnums === 0) {
+				select = await live.prepare(`SELECT * FROM query($1) LIMIT ${limits.maxRows + 1}`);
+				select.bindVarchar(1, sql);
+			} else {
+				// DuckDB's query() takes no PIVOT without an IN list: its statements run as the parser
+				// made them, the enums first (reading data, so within the time limit), then the SELECT,
+				// checked as one (the row limit holds below, as the rows come).
+				for (const made of enums) await made.run();
+				select = await extracted.prepare(pivotEnums);
+				if (select.statementType !== StatementType.SELECT) throw notOneSelect(select.statementType);
+			}
 			const result = await select.stream();
 			const types = result.columnTypes();
 			const columns = uniqueNames(result.columnNames().map((n) => scrubText(n, paths))).map((name, i) => ({

@@ -5,6 +5,7 @@ import type { DuckDBConnection } from "@duckdb/node-api";
 import { crashPoint } from "../../util/crash-point.js";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import { sqlString as quote } from "../../util/sql-string.js";
+import { removingOnFailure } from "../../util/temp-files.js";
 
 /*
  * A Delta Lake transaction log (delta-io/delta PROTOCOL.md), written and read by this process
@@ -164,8 +165,10 @@ export async function writeCommit(tableDir: string, version: number, actions: re
 	const dir = join(tableDir, LOG_DIR);
 	await mkdir(dir, { recursive: true });
 	const tmp = join(dir, `.${commitName(version)}.${process.pid}.tmp`);
-	await writeFile(tmp, `${actions.map((a) => JSON.stringify(a)).join("\n")}\n`);
-	await fsyncFile(tmp);
+	await removingOnFailure([tmp], async () => {
+		await writeFile(tmp, `${actions.map((a) => JSON.stringify(a)).join("\n")}\n`);
+		await fsyncFile(tmp);
+	});
 	try {
 		await link(tmp, join(dir, commitName(version)));
 	} catch (err) {
@@ -203,21 +206,23 @@ export async function writeCheckpoint(conn: DuckDBConnection, tableDir: string, 
 	for (const add of state.adds.values()) actions.push({ add });
 	for (const remove of state.removes.values()) actions.push({ remove });
 	const staged = join(dir, `.${checkpointName(state.version)}.ndjson`);
-	await writeFile(staged, `${actions.map((a) => JSON.stringify(a)).join("\n")}\n`);
 	const tmp = join(dir, `.${checkpointName(state.version)}.tmp`);
-	const typed = Object.entries(CHECKPOINT_COLUMNS).map(([c, t]) => `${c}: ${quote(t)}`);
-	await conn.run(
-		`COPY (SELECT ${Object.keys(CHECKPOINT_COLUMNS).join(", ")} FROM read_json(${quote(staged)}, format = 'newline_delimited', columns = {${typed.join(", ")}}))
-		 TO ${quote(tmp)} (FORMAT parquet, COMPRESSION 'zstd')`,
-	);
-	await rm(staged, { force: true });
-	await fsyncFile(tmp);
-	await rename(tmp, join(dir, checkpointName(state.version)));
 	const lastTmp = join(dir, "._last_checkpoint.tmp");
-	await writeFile(lastTmp, `${JSON.stringify({ version: state.version, size: actions.length })}\n`);
-	await fsyncFile(lastTmp);
-	await rename(lastTmp, join(dir, "_last_checkpoint"));
-	await fsyncDir(dir);
+	await removingOnFailure([staged, tmp, lastTmp], async () => {
+		await writeFile(staged, `${actions.map((a) => JSON.stringify(a)).join("\n")}\n`);
+		const typed = Object.entries(CHECKPOINT_COLUMNS).map(([c, t]) => `${c}: ${quote(t)}`);
+		await conn.run(
+			`COPY (SELECT ${Object.keys(CHECKPOINT_COLUMNS).join(", ")} FROM read_json(${quote(staged)}, format = 'newline_delimited', columns = {${typed.join(", ")}}))
+		 TO ${quote(tmp)} (FORMAT parquet, COMPRESSION 'zstd')`,
+		);
+		await rm(staged, { force: true });
+		await fsyncFile(tmp);
+		await rename(tmp, join(dir, checkpointName(state.version)));
+		await writeFile(lastTmp, `${JSON.stringify({ version: state.version, size: actions.length })}\n`);
+		await fsyncFile(lastTmp);
+		await rename(lastTmp, join(dir, "_last_checkpoint"));
+		await fsyncDir(dir);
+	});
 	state.checkpoint = state.version;
 }
 

@@ -7,6 +7,7 @@ import type { DatasetName, DatasetRows } from "../../extract/rows.js";
 import { crashPoint } from "../../util/crash-point.js";
 import { fsyncDir, fsyncFile, mkdirDurably } from "../../util/fsync.js";
 import { sqlString as quote } from "../../util/sql-string.js";
+import { removingOnFailure } from "../../util/temp-files.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
 import { partCondition, partPath, partsFor } from "../format/key-parts.js";
 import { SCHEMAS, SORT_KEY } from "../format/schema.js";
@@ -125,7 +126,8 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 	 * (each COPY reads only its key range's row groups of the sorted whole) and the whole removed;
 	 * an index in small row groups (small-groups.ts) is always written again from the whole.
 	 * Every file goes in place by rename after an fsync: a crash leaves temporary files or unlisted
-	 * parts, which the next writer's start removes.
+	 * parts, which the next writer's start removes; a failed write (a full disk) removes its own
+	 * (util/temp-files.ts), parts already renamed too (no manifest lists them).
 	 */
 	const writeIndex = async (
 		index: IndexName,
@@ -135,32 +137,36 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 	): Promise<IndexWrite> => {
 		await mkdirDurably(dirname(path));
 		const whole = `${path}.whole.tmp`;
-		const copied = await conn.runAndReadAll(
-			`COPY (${rows} ORDER BY ${orderOf(index)}) TO ${quote(whole)} (${indexCopyOptions(index)})`,
-		);
-		const count = Number(copied.getRows()[0]?.[0] ?? 0);
-		await fsyncFile(whole);
-		crashPoint(written);
-		const def: IndexDef = INDEXES[index];
-		const parts = partsFor(count, def.rowGroupSize, def.partRowGroups);
-		if (parts === 1 && !def.smallGroups) {
-			await rename(whole, path);
-		} else {
-			for (let i = 0; i < parts; i++) {
-				const part = partPath(path, i);
-				const where = parts === 1 ? "true" : partCondition(def.key, i, parts);
-				const select = `SELECT * FROM read_parquet(${quote(whole)}) WHERE ${where} ORDER BY ${orderOf(index)}`;
-				if (def.smallGroups) await writeSmallGroups(conn, select, part, def.rowGroupSize);
-				else {
-					await conn.run(`COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`);
-					await fsyncFile(`${part}.tmp`);
-					await rename(`${part}.tmp`, part);
+		const made = [whole];
+		return removingOnFailure(made, async () => {
+			const copied = await conn.runAndReadAll(
+				`COPY (${rows} ORDER BY ${orderOf(index)}) TO ${quote(whole)} (${indexCopyOptions(index)})`,
+			);
+			const count = Number(copied.getRows()[0]?.[0] ?? 0);
+			await fsyncFile(whole);
+			crashPoint(written);
+			const def: IndexDef = INDEXES[index];
+			const parts = partsFor(count, def.rowGroupSize, def.partRowGroups);
+			if (parts === 1 && !def.smallGroups) {
+				await rename(whole, path);
+			} else {
+				for (let i = 0; i < parts; i++) {
+					const part = partPath(path, i);
+					made.push(`${part}.tmp`, part);
+					const where = parts === 1 ? "true" : partCondition(def.key, i, parts);
+					const select = `SELECT * FROM read_parquet(${quote(whole)}) WHERE ${where} ORDER BY ${orderOf(index)}`;
+					if (def.smallGroups) await writeSmallGroups(conn, select, part, def.rowGroupSize);
+					else {
+						await conn.run(`COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`);
+						await fsyncFile(`${part}.tmp`);
+						await rename(`${part}.tmp`, part);
+					}
 				}
+				await rm(whole, { force: true });
 			}
-			await rm(whole, { force: true });
-		}
-		await fsyncDir(dirname(path));
-		return { rows: count, parts };
+			await fsyncDir(dirname(path));
+			return { rows: count, parts };
+		});
 	};
 	const writer: ParquetWriter = {
 		write(dataset, rows, path, stagingDir) {
@@ -176,19 +182,21 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			await mkdir(stagingDir, { recursive: true });
 			await mkdirDurably(dirname(path));
 			const staged = join(stagingDir, `${basename(path)}.ndjson`);
-			await writeNdjson(staged, rows);
 			const tmp = `${path}.tmp`;
-			await conn.run(
-				`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${typed.join(", ")}}) ORDER BY ${order})
+			return removingOnFailure([staged, tmp], async () => {
+				await writeNdjson(staged, rows);
+				await conn.run(
+					`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${typed.join(", ")}}) ORDER BY ${order})
 				 TO ${quote(tmp)} (${parquetCopyOptions(rows.length)})`,
-			);
-			await fsyncFile(tmp);
-			crashPoint("parquet.write.tmp-written");
-			await rename(tmp, path);
-			await fsyncDir(dirname(path));
-			crashPoint("parquet.write.renamed");
-			await rm(staged, { force: true });
-			return rows.length;
+				);
+				await fsyncFile(tmp);
+				crashPoint("parquet.write.tmp-written");
+				await rename(tmp, path);
+				await fsyncDir(dirname(path));
+				crashPoint("parquet.write.renamed");
+				await rm(staged, { force: true });
+				return rows.length;
+			});
 		},
 		async select(sql) {
 			return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
@@ -199,14 +207,16 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			const n = Number(counted.getRowObjectsJS()[0]?.n ?? 0);
 			await mkdirDurably(dirname(path));
 			const tmp = `${path}.tmp`;
-			await conn.run(
-				`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions(n)})`,
-			);
-			await fsyncFile(tmp);
-			crashPoint("parquet.merge.tmp-written");
-			await rename(tmp, path);
-			await fsyncDir(dirname(path));
-			return n;
+			return removingOnFailure([tmp], async () => {
+				await conn.run(
+					`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions(n)})`,
+				);
+				await fsyncFile(tmp);
+				crashPoint("parquet.merge.tmp-written");
+				await rename(tmp, path);
+				await fsyncDir(dirname(path));
+				return n;
+			});
 		},
 		async mergeIndex(index, files, path) {
 			const source = `read_parquet([${files.map(quote).join(", ")}])`;
@@ -245,11 +255,13 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 		async copy(query, path, options) {
 			await mkdirDurably(dirname(path));
 			const tmp = `${path}.tmp`;
-			const copied = await conn.runAndReadAll(`COPY (${query}) TO ${quote(tmp)} (${options})`);
-			await fsyncFile(tmp);
-			await rename(tmp, path);
-			await fsyncDir(dirname(path));
-			return Number(copied.getRows()[0]?.[0] ?? 0);
+			return removingOnFailure([tmp], async () => {
+				const copied = await conn.runAndReadAll(`COPY (${query}) TO ${quote(tmp)} (${options})`);
+				await fsyncFile(tmp);
+				await rename(tmp, path);
+				await fsyncDir(dirname(path));
+				return Number(copied.getRows()[0]?.[0] ?? 0);
+			});
 		},
 		close() {
 			conn.closeSync();

@@ -4,6 +4,7 @@ import { dirname } from "node:path";
 import type { DatasetName } from "../../extract/rows.js";
 import { crashPoint } from "../../util/crash-point.js";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
+import { removingOnFailure } from "../../util/temp-files.js";
 import type { IndexName } from "./indexes.js";
 import { partPaths } from "./key-parts.js";
 import { manifestPath, partitionPath, type RangeId } from "./layout.js";
@@ -73,14 +74,16 @@ export async function writeManifest(dataDir: string, m: Manifest): Promise<void>
 	await mkdir(dirname(path), { recursive: true });
 	m.chunks.sort((a, b) => a.from - b.from);
 	const generation = nextGeneration(m);
-	await writeFile(`${path}.tmp`, `${JSON.stringify(inKeyOrder({ ...m, generation }), null, 1)}\n`);
-	// Durable before it is in place, and in place (its folder synced) before the caller goes on to
-	// delete what it replaced; the files it lists were synced when written (parquet-writer.ts).
-	await fsyncFile(`${path}.tmp`);
-	crashPoint("manifest.tmp-written");
-	await keepPrevious(dataDir, m.chain);
-	await rename(`${path}.tmp`, path);
-	await fsyncDir(dirname(path));
+	await removingOnFailure([`${path}.tmp`, `${previousManifestPath(dataDir, m.chain)}.tmp`], async () => {
+		await writeFile(`${path}.tmp`, `${JSON.stringify(inKeyOrder({ ...m, generation }), null, 1)}\n`);
+		// Durable before it is in place, and in place (its folder synced) before the caller goes on to
+		// delete what it replaced; the files it lists were synced when written (parquet-writer.ts).
+		await fsyncFile(`${path}.tmp`);
+		crashPoint("manifest.tmp-written");
+		await keepPrevious(dataDir, m.chain);
+		await rename(`${path}.tmp`, path);
+		await fsyncDir(dirname(path));
+	});
 	// Counted only once saved: files written for a save that failed keep their (unlisted) names
 	// and are rewritten under the same generation, never a listed one's.
 	m.generation = generation;

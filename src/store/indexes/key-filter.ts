@@ -1,6 +1,7 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
+import { removingOnFailure } from "../../util/temp-files.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { partPaths } from "../format/key-parts.js";
 
@@ -74,10 +75,12 @@ export async function buildKeyFilter(
 
 /** Writes a filter atomically (temporary name, then rename) and durably, as the Parquet files are. */
 export async function saveKeyFilter(path: string, data: Uint8Array): Promise<void> {
-	await writeFile(`${path}.tmp`, data);
-	await fsyncFile(`${path}.tmp`);
-	await rename(`${path}.tmp`, path);
-	await fsyncDir(dirname(path));
+	await removingOnFailure([`${path}.tmp`], async () => {
+		await writeFile(`${path}.tmp`, data);
+		await fsyncFile(`${path}.tmp`);
+		await rename(`${path}.tmp`, path);
+		await fsyncDir(dirname(path));
+	});
 }
 
 /**

@@ -1,0 +1,32 @@
+import { rmSync } from "node:fs";
+import { rm } from "node:fs/promises";
+
+/*
+ * A write that fails removes the temporary files it made. Writers write to a temporary name and
+ * rename it into place; when the write fails (most often a full disk: ENOSPC) those files were
+ * left until the next start's cleanup, and on a full disk they are what fills it: the follower
+ * backs off and retries while they hold the space, a stopped backfill leaves them (issue 27).
+ */
+
+/** Runs `write`; if it throws, removes `temps` (each if present; a failure to remove is ignored) and rethrows. */
+export async function removingOnFailure<T>(temps: readonly string[], write: () => Promise<T>): Promise<T> {
+	try {
+		return await write();
+	} catch (err) {
+		await Promise.all(temps.map((t) => rm(t, { force: true }).catch(() => {})));
+		throw err;
+	}
+}
+
+/** removingOnFailure for a synchronous write. */
+export function removingOnFailureSync<T>(temps: readonly string[], write: () => T): T {
+	try {
+		return write();
+	} catch (err) {
+		for (const t of temps)
+			try {
+				rmSync(t, { force: true });
+			} catch {}
+		throw err;
+	}
+}
