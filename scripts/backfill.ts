@@ -14,7 +14,7 @@ let dataDir = "data";
 
 runCli({ usage: BACKFILL_USAGE, dataDir: () => dataDir }, async (argv) => {
 	const opts = parseBackfillOptions(argv);
-	const logger = createLogger({ verbose: opts.verbose });
+	const logger = createLogger({ verbose: opts.verbose, dataDir: opts.dataDir });
 	dataDir = opts.dataDir;
 	const stop = new AbortController();
 	onStopSignal((signal) => stop.abort(signal), logger.warn);

@@ -75,7 +75,7 @@ if (statusPort !== null && !(Number.isInteger(statusPort) && statusPort >= 0 && 
 const from = values.from === undefined ? undefined : Number(values.from);
 if (from !== undefined && !(/^\d+$/.test(values.from as string) && Number.isSafeInteger(from)))
 	usageError(`--from must be a block number (0 or more), got ${values.from}`);
-const logger = createLogger({ verbose: values.verbose });
+const logger = createLogger({ verbose: values.verbose, dataDir: values["data-dir"] as string });
 // The follower meets an unwritable folder only inside its retry loop: say so now instead.
 ensureWritableFolder(values["data-dir"] as string);
 const follows = values.follow;

@@ -1,3 +1,5 @@
+import { resolve, sep } from "node:path";
+
 /** The small logging surface the pipeline needs; lines go to stderr so stdout stays data. */
 export interface Logger {
 	info(msg: string): void;
@@ -6,8 +8,16 @@ export interface Logger {
 	debug(msg: string): void;
 }
 
-export function createLogger(opts: { verbose?: boolean; quiet?: boolean } = {}): Logger {
-	const line = (level: string, msg: string) => process.stderr.write(`${new Date().toISOString()} ${level} ${msg}\n`);
+/**
+ * `dataDir`: files are named relative to the data folder in every line (issue 27), whatever text
+ * carried their absolute path (an error of DuckDB's or of the file system included).
+ */
+export function createLogger(opts: { verbose?: boolean; quiet?: boolean; dataDir?: string } = {}): Logger {
+	const inside = opts.dataDir === undefined ? undefined : `${resolve(opts.dataDir)}${sep}`;
+	const line = (level: string, msg: string) =>
+		process.stderr.write(
+			`${new Date().toISOString()} ${level} ${inside === undefined ? msg : msg.replaceAll(inside, "")}\n`,
+		);
 	return {
 		info: (msg) => opts.quiet || line("info", msg),
 		warn: (msg) => line("WARN", msg),

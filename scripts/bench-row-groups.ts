@@ -1,0 +1,129 @@
+/**
+ * `npm run bench:row-groups -- --data-dir data/synth-M`: what a lookup costs by the row groups of
+ * the file it reads, on a lake's own newest files (issue 26; BENCHMARKS.md has the figures):
+ *  1. by-address: files of 32 row groups cut from the newest `transfers_by_address` around quiet
+ *     wallets, in groups of 16,384, 4,096 and 2,048 rows (DuckDB's COPY): a wallet's 15 columns;
+ *  2. lookup records: 65,536 of the newest `transaction_records`, in DuckDB's groups of 2,048 and
+ *     in 2,048, 512, 256 and 128 by the small-groups writer (src/store/files/small-groups.ts).
+ * Each: p50 of a prepared lookup over sampled keys (metadata cache on, one thread), and the bytes.
+ * Figures are printed, never asserted. Scratch files go to a temporary folder, removed at the end.
+ */
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import { writeSmallGroups } from "../src/store/files/small-groups.js";
+import { loadManifest } from "../src/store/format/manifest.js";
+import { indexFiles } from "../src/store/indexes/listing.js";
+import { parseChainId } from "../src/util/chain.js";
+import { flagUsage, startCli } from "../src/util/cli.js";
+import { sqlString as quote } from "../src/util/sql-string.js";
+
+const options = {
+	"data-dir": { type: "string", default: "data/synth-M" },
+	chain: { type: "string", default: "eip155-1" },
+	keys: { type: "string", default: "40" },
+} as const;
+const { values } = parseArgs({
+	args: startCli({ usage: flagUsage("npm run bench:row-groups -- --data-dir <lake> [flags]", options) }),
+	options,
+});
+const chain = parseChainId(values.chain);
+const dataDir = values["data-dir"];
+const keys = Number(values.keys);
+const TRANSFER_COLUMNS =
+	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard";
+
+const manifest = await loadManifest(dataDir, chain.id, chain.number);
+const newest = (index: "transfers_by_address" | "transaction_records") => {
+	const f = indexFiles(dataDir, manifest, index).at(-1);
+	if (!f) throw new Error(`${dataDir} has no ${index} files: write a chain first (npm run synth)`);
+	return f.path;
+};
+const scratch = await mkdtemp(join(tmpdir(), "chainlake-row-groups-"));
+const db = await DuckDBInstance.create(":memory:", { threads: "1" });
+const conn = await db.connect();
+await conn.run("SET GLOBAL parquet_metadata_cache = true");
+
+/** p50 (ms) of `sql` prepared once, bound to each key in turn (after a warm-up). */
+async function p50(c: DuckDBConnection, sql: string, sample: string[]): Promise<number> {
+	const st = await c.prepare(sql);
+	for (const k of sample.slice(0, 3)) {
+		st.bind({ k });
+		await st.runAndReadAll();
+	}
+	const times: number[] = [];
+	for (const k of sample) {
+		st.bind({ k });
+		const t = performance.now();
+		await st.runAndReadAll();
+		times.push(performance.now() - t);
+	}
+	return times.sort((a, b) => a - b)[times.length >> 1] as number;
+}
+const mb = async (path: string) => ((await stat(path)).size / 2 ** 20).toFixed(1);
+
+try {
+	// 1. By-address: 32 groups of each size around each sampled quiet wallet.
+	const byAddress = newest("transfers_by_address");
+	await conn.run(`CREATE TABLE t AS SELECT *, row_number() OVER () AS rn FROM read_parquet(${quote(byAddress)})`);
+	const wallets = (
+		await conn.runAndReadAll(
+			`SELECT address, min(rn) AS at FROM t GROUP BY address HAVING count(*) BETWEEN 2 AND 6 ORDER BY hash(address) LIMIT ${Math.min(keys, 8)}`,
+		)
+	).getRowObjectsJS() as { address: string; at: bigint }[];
+	console.log(`by-address: ${byAddress}, ${wallets.length} quiet wallets`);
+	for (const size of [16_384, 4_096, 2_048]) {
+		const times: number[] = [];
+		let bytes = 0;
+		let rows = 0;
+		for (const [i, w] of wallets.entries()) {
+			const out = join(scratch, `by-address-${size}-${i}.parquet`);
+			const from = Math.max(1, Number(w.at) - 16 * size);
+			await conn.run(
+				`COPY (SELECT * EXCLUDE rn FROM t WHERE rn >= ${from} AND rn < ${from + 32 * size} ORDER BY rn) TO ${quote(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${size})`,
+			);
+			times.push(
+				await p50(
+					conn,
+					`SELECT ${TRANSFER_COLUMNS} FROM read_parquet(${quote(out)}) WHERE address = $k`,
+					Array(12).fill(w.address),
+				),
+			);
+			bytes += (await stat(out)).size;
+			rows += Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet(${quote(out)})`)).getRows()[0]?.[0]);
+		}
+		times.sort((a, b) => a - b);
+		console.log(
+			`  groups of ${size}: p50 ${(times[times.length >> 1] as number).toFixed(2)} ms a lookup, ${(bytes / rows).toFixed(1)} bytes a row`,
+		);
+	}
+
+	// 2. Lookup records: 65,536 of them, DuckDB's groups against the small-groups writer's.
+	const records = newest("transaction_records");
+	await conn.run(`CREATE TABLE r AS SELECT * FROM read_parquet(${quote(records)}) ORDER BY hash LIMIT 65536`);
+	const hashes = (await conn.runAndReadAll(`SELECT hash FROM r USING SAMPLE ${keys} ROWS (reservoir, 7)`))
+		.getRows()
+		.map((row) => String(row[0]));
+	console.log(`records: ${records}, 65,536 rows, ${hashes.length} sampled hashes`);
+	const duck = join(scratch, "records-duckdb.parquet");
+	await conn.run(
+		`COPY (SELECT * FROM r ORDER BY hash) TO ${quote(duck)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 2048)`,
+	);
+	const lookup = (f: string) => `SELECT record FROM read_parquet(${quote(f)}) WHERE hash = $k`;
+	console.log(
+		`  DuckDB, groups of 2048: p50 ${(await p50(conn, lookup(duck), hashes)).toFixed(2)} ms, ${await mb(duck)} MiB`,
+	);
+	for (const size of [2048, 512, 256, 128]) {
+		const out = join(scratch, `records-${size}.parquet`);
+		await writeSmallGroups(conn, "SELECT * FROM r ORDER BY hash", out, size);
+		console.log(
+			`  small-groups writer, groups of ${size}: p50 ${(await p50(conn, lookup(out), hashes)).toFixed(2)} ms, ${await mb(out)} MiB`,
+		);
+	}
+} finally {
+	conn.closeSync();
+	db.closeSync();
+	await rm(scratch, { recursive: true, force: true });
+}
