@@ -93,7 +93,6 @@ const options = {
 } as const;
 // An unknown flag, or a value that looks like a flag (--rate-limit -1: write --rate-limit=-1): exit 2 with the usage.
 const { values } = parseArgs({ args: argv, options });
-const logger = createLogger({});
 const dataUrl = values["data-url"] as string;
 // Over a bucket, the local folder the store reads is the cache; a writer (--follow) never reads
 // the demo's folder in place of data/ (readFolder says why).
@@ -101,7 +100,9 @@ const dataDir = dataUrl
 	? (values["cache-dir"] as string)
 	: values.follow?.length
 		? (values["data-dir"] ?? process.env.CHAINLAKE_DATA_DIR ?? "data")
-		: readFolder(values["data-dir"], logger.info);
+		: readFolder(values["data-dir"], createLogger({}).info);
+// Files named relative to the data folder in every line (issue 27).
+const logger = createLogger({ dataDir });
 if (dataUrl && values.follow?.length)
 	usageError(
 		"--data-url reads a lake another process writes: start the writer with npm run follow -- --publish-to <url>",

@@ -97,8 +97,6 @@ const spec = {
 runCli(spec, async (argv) => {
 	const { values } = parseArgs({ args: argv, options });
 	const verbose = values.verbose || process.env.CHAINLAKE_VERBOSE === "1";
-	const logger = createLogger({ verbose });
-
 	let anvil: AnvilInstance | undefined;
 	let work: WorkloadResult | undefined;
 	let rpcUrl: string;
@@ -107,6 +105,8 @@ runCli(spec, async (argv) => {
 	let releaseFolder: (() => void) | undefined;
 	const dir = external ? (process.env.CHAINLAKE_DATA_DIR ?? "data") : demoDir();
 	dataDir = dir;
+	// Files named relative to the data folder in every line (issue 27).
+	const logger = createLogger({ verbose, dataDir: dir });
 
 	if (external) {
 		rpcUrl = external;
