@@ -1,0 +1,73 @@
+/**
+ * `npm run bench:request-path -- --data-dir data/synth-M`: what the API adds to a lookup, without
+ * a socket or a client beside it (issue 26's "HTTP overhead over the query layer"): the same
+ * transaction and block by hash through the query layer alone and through the app (Fastify's
+ * inject: routing, the key check, validation, caching headers, the answer's JSON), and the
+ * memoised /blocks/latest (the app alone). Prints wall time and this process's CPU time (DuckDB's
+ * threads included) a request; never asserts.
+ */
+import { readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { buildApp } from "../src/api/app.js";
+import { createKeyring } from "../src/api/keys.js";
+import { findBlockByHash } from "../src/query/blocks.js";
+import { createStore } from "../src/query/store/create-store.js";
+import { findTransactionWithLogs } from "../src/query/transactions.js";
+import { type SynthTargets, targetsPath } from "../src/synth/targets.js";
+import { parseChainId } from "../src/util/chain.js";
+import { flagUsage, startCli } from "../src/util/cli.js";
+
+const options = {
+	"data-dir": { type: "string", default: "data/synth-M" },
+	chain: { type: "string", default: "eip155-1" },
+	n: { type: "string", default: "400" },
+} as const;
+const { values } = parseArgs({
+	args: startCli({ usage: flagUsage("npm run bench:request-path -- --data-dir <synth folder> [flags]", options) }),
+	options,
+});
+const dataDir = values["data-dir"];
+const chain = parseChainId(values.chain);
+const n = Number(values.n);
+const targets = JSON.parse(readFileSync(targetsPath(dataDir, chain.id), "utf8")) as SynthTargets;
+const tx = targets.txHashes[0] as string;
+const block = targets.blockHashes[0] as string;
+
+const KEY = "bench-key-0123456789";
+const store = await createStore(dataDir);
+const app = await buildApp({
+	store,
+	keyring: createKeyring({ path: join(tmpdir(), "chainlake-bench-no-keys.json"), envKeys: [KEY] }),
+	dataDir,
+});
+const headers = { authorization: `Bearer ${KEY}` };
+
+/** Wall and CPU ms a call, over `n` calls after 20 unmeasured. */
+async function measure(name: string, call: () => Promise<unknown>): Promise<void> {
+	for (let i = 0; i < 20; i++) await call();
+	const cpu = process.cpuUsage();
+	const t = performance.now();
+	for (let i = 0; i < n; i++) await call();
+	const wall = (performance.now() - t) / n;
+	const used = process.cpuUsage(cpu);
+	console.log(
+		`${name.padEnd(36)} wall ${wall.toFixed(3)} ms, cpu ${((used.user + used.system) / 1000 / n).toFixed(3)} ms a request`,
+	);
+}
+const get = (url: string) => async () => {
+	const res = await app.inject({ method: "GET", url: `/${chain.id}/v1${url}`, headers });
+	if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body.slice(0, 200)}`);
+};
+
+try {
+	await measure("app: /blocks/latest (memoised)", get("/blocks/latest"));
+	await measure("query layer: tx by hash with logs", () => findTransactionWithLogs(store.snapshot(chain.id), tx));
+	await measure("app: /txs/{hash}", get(`/txs/${tx}`));
+	await measure("query layer: block by hash", () => findBlockByHash(store.snapshot(chain.id), block));
+	await measure("app: /blocks/{hash}", get(`/blocks/${block}`));
+} finally {
+	await app.close();
+	store.close();
+}
