@@ -108,7 +108,9 @@ export async function launchChromium(): Promise<Chromium> {
 				child.kill("SIGTERM");
 				await gone;
 			}
-			await rm(profile, { recursive: true, force: true });
+			// Chromium's helper processes can still be writing into the profile as the main one exits
+			// (seen: ENOTEMPTY): retried, as Node's rm does for that error.
+			await rm(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 		},
 	};
 }
