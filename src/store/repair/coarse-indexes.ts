@@ -1,4 +1,3 @@
-import { rm } from "node:fs/promises";
 import { sqlString as quote } from "../../util/sql-string.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexName } from "../format/indexes.js";
@@ -30,11 +29,9 @@ export const isCoarse = async (writer: ParquetWriter, index: IndexName, path: st
 
 /**
  * Writes the rows of `parts` (an index file's key-range parts, already in this version's column
- * types) at `to` in this version's row groups and parts, and deletes `parts`; returns the new
- * count of parts. The rows and their order are the same (index files are sorted by their key).
+ * types) at `to` in this version's row groups and parts; returns the new count of parts. The rows
+ * and their order are the same (index files are sorted by their key); `parts` are left as they are.
  */
 export async function regroup(writer: ParquetWriter, index: IndexName, parts: string[], to: string): Promise<number> {
-	const written = await writer.mergeIndex(index, parts, to);
-	await Promise.all(parts.map((p) => rm(p, { force: true })));
-	return written.parts;
+	return (await writer.mergeIndex(index, parts, to)).parts;
 }

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { copyFile, rename } from "node:fs/promises";
+import { copyFile, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatasetName } from "../../extract/rows.js";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
@@ -224,26 +224,34 @@ async function coarseOf(writer: ParquetWriter, files: FileOf[]): Promise<Set<Ind
 
 /**
  * Rewrites an entry's files at their new names: each in its upgraded types, and a coarse
- * index's parts regrouped into this version's row groups and parts (first upgraded under
- * temporary names, then merged into the new name). Returns the coarse indexes' new counts of parts.
+ * index's parts regrouped into this version's row groups and parts (merged into the new name
+ * from where they are, or from an upgraded copy where their types are unsigned). Returns the coarse indexes' new counts of parts.
  */
 async function rewriteEntry(writer: ParquetWriter, files: FileOf[], coarse: Set<IndexName>) {
 	const parts = new Map<IndexName, number>();
-	const pending = new Map<IndexName, { to: string; typed: string[] }>();
+	const pending = new Map<IndexName, { to: string; sources: string[]; typed: string[] }>();
 	for (const f of files) {
 		const index = f.index;
 		if (!index || !coarse.has(index.name)) {
 			await rewrite(writer, f);
 			continue;
 		}
-		const p = pending.get(index.name) ?? { to: f.to, typed: [] };
+		const p = pending.get(index.name) ?? { to: f.to, sources: [], typed: [] };
 		pending.set(index.name, p);
-		const typed = `${f.to}.regroup`;
-		await rewrite(writer, { ...f, to: typed, filter: false });
-		p.typed.push(typed);
+		// A part already in signed types is read as it is; one with unsigned types is upgraded
+		// under a temporary name first (removed once merged).
+		if (stale(f, await columnsOf(writer, f.from))) {
+			const typed = `${f.to}.regroup`;
+			await rewrite(writer, { ...f, to: typed, filter: false });
+			p.sources.push(typed);
+			p.typed.push(typed);
+		} else p.sources.push(f.from);
 		// Key filters hold the keys only: the part-0 filter covers the whole file, however it is split.
 		if (f.filter && existsSync(filterPath(f.from))) await copyDurably(filterPath(f.from), filterPath(p.to));
-		if (index.part === index.parts - 1) parts.set(index.name, await regroup(writer, index.name, p.typed, p.to));
+		if (index.part === index.parts - 1) {
+			parts.set(index.name, await regroup(writer, index.name, p.sources, p.to));
+			await Promise.all(p.typed.map((t) => rm(t, { force: true })));
+		}
 	}
 	return parts;
 }
