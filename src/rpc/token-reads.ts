@@ -1,5 +1,4 @@
-import { type Address, createPublicClient, custom, erc20Abi, parseAbi } from "viem";
-import { readContract } from "viem/actions";
+import type { Address } from "viem";
 import { type RpcClient, RpcError } from "./client.js";
 
 /*
@@ -7,6 +6,8 @@ import { type RpcClient, RpcError } from "./client.js";
  * retries and health figures). A call that reverts, returns nothing, or returns what does not
  * decode as the ABI says gives null: tokens are arbitrary contracts, and one odd token must never
  * fail a backfill. A node that does not answer at all fails the step instead (it runs again later).
+ * viem is loaded at the first read (its ~400 modules were a third of every backfill and follow
+ * start-up, and most runs read no metadata: a token is read once its first blocks are 64 deep).
  */
 
 export interface TokenInfo {
@@ -15,22 +16,36 @@ export interface TokenInfo {
 	decimals: number | null;
 }
 
-const NFT_ABI = parseAbi([
+const NFT_SIGNATURES = [
 	"function name() view returns (string)",
 	"function symbol() view returns (string)",
 	"function tokenURI(uint256) view returns (string)",
 	"function uri(uint256) view returns (string)",
-]);
+] as const;
 
 /** Longest name or symbol kept; longer text is taken for garbage. */
 const MAX_TEXT = 200;
 /** Longest token URI kept (data: URIs carry whole images). */
 export const MAX_URI = 65_536;
 
-export function createTokenReader(rpc: RpcClient) {
+/** viem's client over `rpc`, its readContract and the ABIs, loaded once. */
+async function loadViem(rpc: RpcClient) {
+	const [{ createPublicClient, custom, erc20Abi, parseAbi }, { readContract }] = await Promise.all([
+		import("viem"),
+		import("viem/actions"),
+	]);
 	const client = createPublicClient({
 		transport: custom({ request: ({ method, params }) => rpc.request(method, (params ?? []) as unknown[]) }),
 	});
+	return { client, readContract, erc20Abi, nftAbi: parseAbi(NFT_SIGNATURES) };
+}
+
+export function createTokenReader(rpc: RpcClient) {
+	let loaded: ReturnType<typeof loadViem> | undefined;
+	const viem = () => {
+		loaded ??= loadViem(rpc);
+		return loaded;
+	};
 	const text = (v: unknown, max: number) =>
 		typeof v === "string" && v.length <= max && !v.includes("\u0000") ? v : null;
 	// A call the token answered badly is null; a node that did not answer (retries exhausted) fails
@@ -49,8 +64,9 @@ export function createTokenReader(rpc: RpcClient) {
 		 * now: the latest state, which every node keeps (an old block's needs an archive node).
 		 */
 		async info(address: string, standard: string): Promise<TokenInfo> {
+			const { client, readContract, erc20Abi, nftAbi } = await viem();
 			const at = { address: address as Address };
-			const abi = standard === "erc20" ? erc20Abi : NFT_ABI;
+			const abi = standard === "erc20" ? erc20Abi : nftAbi;
 			const [name, symbol, decimals] = await Promise.all([
 				read(() => readContract(client, { ...at, abi, functionName: "name" })),
 				read(() => readContract(client, { ...at, abi, functionName: "symbol" })),
@@ -78,10 +94,11 @@ export function createTokenReader(rpc: RpcClient) {
 		/** tokenURI (ERC-721) or uri (ERC-1155) of one token id, as the token answers now. */
 		async uri(address: string, standard: string, tokenId: string): Promise<string | null> {
 			const functionName = standard === "erc1155" ? "uri" : "tokenURI";
+			const { client, readContract, nftAbi } = await viem();
 			const v = await read(() =>
 				readContract(client, {
 					address: address as Address,
-					abi: NFT_ABI,
+					abi: nftAbi,
 					functionName,
 					args: [BigInt(tokenId)],
 				}),

@@ -33,7 +33,9 @@ function parquetFiles(dir: string): string[] {
 	return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".parquet"));
 }
 
-describe("backfill CLI: bad input gets a clear message, a non-zero exit and no files", () => {
+// Side by side: each case has a folder of its own and only reads the node, and most of the file's
+// time was one case waiting out the retries at a dead node while the cores sat idle.
+describe.concurrent("backfill CLI: bad input gets a clear message, a non-zero exit and no files", () => {
 	it("--from after --to", async () => {
 		const dir = dataDir("range");
 		const r = await backfill(dir, "--chain", "eip155-31337", "--rpc", anvil.url, "--from", "10", "--to", "5");

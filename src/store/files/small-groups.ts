@@ -1,7 +1,7 @@
 import { rename, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import type { DuckDBConnection } from "@duckdb/node-api";
-import { Table, tableToIPC, Utf8, type Vector, vectorFromArray } from "apache-arrow";
+import type { Utf8, Vector } from "apache-arrow";
 import { fsyncFile } from "../../util/fsync.js";
 
 /*
@@ -16,8 +16,19 @@ import { fsyncFile } from "../../util/fsync.js";
  * groups). DuckDB still reads them, as every other engine; only the writer differs.
  */
 
-// The Node build (CommonJS, its wasm loaded from beside it, synchronously).
-const wasm = createRequire(import.meta.url)("parquet-wasm") as typeof import("parquet-wasm");
+/**
+ * Arrow and the Parquet writer, loaded at the first file written: Arrow's ~150 modules were a
+ * fifth of every CLI's start-up, and a run that fails early, or only reads, writes no index.
+ */
+let writers: Promise<{ arrow: typeof import("apache-arrow"); wasm: typeof import("parquet-wasm") }> | undefined;
+function loadWriters() {
+	writers ??= import("apache-arrow").then((arrow) => ({
+		arrow,
+		// The Node build (CommonJS, its wasm loaded from beside it, synchronously).
+		wasm: createRequire(import.meta.url)("parquet-wasm") as typeof import("parquet-wasm"),
+	}));
+	return writers;
+}
 
 /**
  * Writes the rows of `select` (a SELECT of our own text with its ORDER BY, every column VARCHAR
@@ -30,6 +41,8 @@ export async function writeSmallGroups(
 	path: string,
 	rowGroupSize: number,
 ): Promise<number> {
+	const { arrow, wasm } = await loadWriters();
+	const { Table, tableToIPC, Utf8, vectorFromArray } = arrow;
 	const reader = await conn.runAndReadAll(select);
 	const values = reader.getColumns();
 	const vectors: Record<string, Vector<Utf8>> = {};
