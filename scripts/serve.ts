@@ -8,6 +8,9 @@
  */
 import { parseArgs } from "node:util";
 import { buildApp } from "../src/api/app.js";
+import { HOOK_FLAG_OPTIONS, HOOK_USAGE, hookFlags } from "../src/api/hooks/hook-flags.js";
+import { startHookDelivery } from "../src/api/hooks/hook-delivery.js";
+import { DEFAULT_DELIVERY } from "../src/api/hooks/hook-worker.js";
 import { createKeyring } from "../src/api/keys.js";
 import { keysPath } from "../src/api/keys-path.js";
 import { parseRateLimit } from "../src/api/rate-limit.js";
@@ -50,6 +53,7 @@ const USAGE = `usage: npm run serve -- [--data-dir data] [--port 8080] [--follow
   --publish-to s3://b/p     with --follow: publish the followed chains to a bucket
   ${LAKE_USAGE}
                             with --follow: the Delta Lake export (README "Reading the lake from other engines")
+  ${HOOK_USAGE}
   --sql                     turn on POST /{chain}/v1/sql (CHAINLAKE_SQL=1), with
   --sql-timeout-ms <n>      a statement's time (CHAINLAKE_SQL_TIMEOUT_MS; default the query budget)
   --sql-memory <size>       a statement's memory (CHAINLAKE_SQL_MEMORY; default 512MB)
@@ -90,6 +94,8 @@ const options = {
 	...LAKE_FLAG_OPTIONS,
 	// POST /{chain}/v1/sql: off unless --sql or CHAINLAKE_SQL=1 (README "SQL over HTTP").
 	...SQL_FLAG_OPTIONS,
+	// Webhooks: where deliveries may go, their deadline and backoff (README "Webhooks").
+	...HOOK_FLAG_OPTIONS,
 } as const;
 // An unknown flag, or a value that looks like a flag (--rate-limit -1: write --rate-limit=-1): exit 2 with the usage.
 const { values } = parseArgs({ args: argv, options });
@@ -142,6 +148,7 @@ const sql = userInput(() => {
 	if (flags.enabled && dataUrl) throw new Error("--sql needs the lake's folder: it cannot be on with --data-url");
 	return flags;
 });
+const hooks = userInput(() => hookFlags(values));
 // Before anything starts: a damaged key file or a bad CHAINLAKE_API_KEYS entry stops the start (exit 2).
 const keyring = userInput(() =>
 	createKeyring({
@@ -200,6 +207,17 @@ const app = await buildApp({
 	maxResponseBytes: Math.round(maxResponseMb * 1024 * 1024),
 	sql,
 	metricsPublic: values["metrics-public"] as boolean,
+	hookPolicy: hooks.policy,
+});
+// Webhooks: this process delivers a chain's hooks if no other process over the folder does (hook-delivery.ts).
+const delivery = startHookDelivery(app, {
+	...DEFAULT_DELIVERY,
+	...hooks,
+	dataDir,
+	chains: () => store.chains(),
+	ownerValid: (owner) => keyring.holds(owner),
+	pollMs: 1000,
+	log: logger,
 });
 const address = await app.listen({ port, host: values.host });
 app.log.info(
@@ -222,6 +240,7 @@ if (keyring.count() === 0)
 onStopSignal(
 	async () => {
 		await follow.stop();
+		await delivery.stop();
 		await publishing?.stop();
 		await app.close();
 		await remote?.stop();

@@ -21,6 +21,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES } from "./answers/send-list.js";
 import { authenticate } from "./auth.js";
 import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
+import { DEFAULT_ALLOW_HOSTS, type HostPolicy, parseAllowHosts } from "./hooks/destinations.js";
 import { httpCache } from "./http-cache.js";
 import type { Keyring } from "./keys.js";
 import { createMetrics } from "./metrics.js";
@@ -33,6 +34,7 @@ import { callRoutes } from "./routes/calls.js";
 import { contractRoutes } from "./routes/contracts.js";
 import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
+import { hookRoutes } from "./routes/hooks.js";
 import { nftRoutes } from "./routes/nfts.js";
 import { sqlRoutes } from "./routes/sql.js";
 import { txRoutes } from "./routes/txs.js";
@@ -66,6 +68,8 @@ export interface AppOptions {
 	 * errors) are for the operator; the writer's status port serves them without a key.
 	 */
 	metricsPublic?: boolean;
+	/** Where webhook deliveries may go (serve --hook-allow-hosts); default: public hosts only. */
+	hookPolicy?: HostPolicy;
 }
 
 declare module "fastify" {
@@ -213,6 +217,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			const message = `the body was refused (${fe.message.toLowerCase()}): send one SQL statement of at most ${sqlLimits.maxLength} characters as text/plain, or as JSON {"sql": "..."}`;
 			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "INVALID_BODY", message));
 		}
+		if (
+			fe.code?.startsWith("FST_ERR_CTP_") &&
+			fe.statusCode &&
+			fe.statusCode < 500 &&
+			req.routeOptions.url?.includes("/:chain_id/v1/hooks")
+		) {
+			const message = `the body was refused (${fe.message.toLowerCase()}): send the hook as JSON (content-type: application/json), as /docs shows`;
+			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "INVALID_BODY", message));
+		}
 		if (fe.code?.startsWith("FST_ERR_CTP_") && fe.statusCode && fe.statusCode < 500) {
 			const message = `this API takes no request body (${fe.message.toLowerCase()}): send GET requests, with every parameter in the query string; see /docs`;
 			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "BODY_NOT_ACCEPTED", message));
@@ -251,6 +264,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			balancesRoutes(scoped, ctx);
 			nftRoutes(scoped, ctx);
 			sqlRoutes(scoped, ctx, { enabled: opts.sql?.enabled ?? false, limits: sqlLimits });
+			hookRoutes(scoped, ctx, { policy: opts.hookPolicy ?? parseAllowHosts(DEFAULT_ALLOW_HOSTS), basePath: base });
 		},
 		{ prefix: base },
 	);
