@@ -23,6 +23,8 @@ import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
 import { httpCache } from "./http-cache.js";
 import type { Keyring } from "./keys.js";
+import { createLive, FEED_HEADER, type LiveOptions } from "./live/live-options.js";
+import { streamRoutes } from "./live/streams.js";
 import { createMetrics } from "./metrics.js";
 import { paramDocsTransform } from "./params/param-docs.js";
 import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./rate-limit.js";
@@ -66,6 +68,8 @@ export interface AppOptions {
 	 * errors) are for the operator; the writer's status port serves them without a key.
 	 */
 	metricsPublic?: boolean;
+	/** Streams' settings (api/live/live-options.ts): head poll, heartbeat, caps. */
+	live?: Partial<LiveOptions>;
 }
 
 declare module "fastify" {
@@ -117,6 +121,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	};
 	app.decorateRequest("caller", "");
 	app.decorate("maxResponseBytes", opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+	const live = createLive(opts.store, opts.live);
+	app.decorate("live", live);
+	app.addHook("onClose", async () => live.close());
+	// A feed's own page requests (api/live/list-pages.ts), known by this process's secret.
+	const fromFeed = (req: { headers: Record<string, unknown> }) => req.headers[FEED_HEADER] === live.token;
 	// First, so every route registered below (docs included) inherits the headers hook.
 	securityHeaders(app, base);
 
@@ -152,14 +161,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		if (!req.routeOptions.url?.includes("/:chain_id/v1/") || req.method === "OPTIONS") return;
 		const identity = authenticate(ctx.keyring, req.headers.authorization);
 		req.caller = identity;
-		if (limiter) enforceRateLimit(limiter, identity, reply);
+		// A stream was charged once, when it opened; its pages are not requests of the client's.
+		if (limiter && !fromFeed(req)) enforceRateLimit(limiter, identity, reply);
 	});
+
+	// Streams (Accept: text/event-stream on a list route), once the key is known.
+	streamRoutes(app, base);
 
 	// ETag, If-None-Match and Cache-Control on the data routes (after the key check above).
 	httpCache(app, ctx);
 
 	app.addHook("onResponse", async (req, reply) => {
 		metrics.observe(req.routeOptions.url ?? "unmatched", reply.elapsedTime / 1000);
+		if (fromFeed(req)) return;
 		req.log.info(
 			{
 				method: req.method,
