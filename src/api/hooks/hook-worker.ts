@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "../../util/logger.js";
-import { stringifyExact } from "../answers/records.js";
+import { HOOK_OWNER_HEADER } from "../auth.js";
 import { type FeedEvent, openFeed } from "../live/feed.js";
 import type { HostPolicy } from "./destinations.js";
 import { freshState, type HookDef, type HookState, readState, writeState } from "./hook-files.js";
@@ -27,13 +27,6 @@ export interface DeliveryOptions {
 	log: Pick<Logger, "info" | "warn">;
 }
 
-/**
- * The header a delivery's feed asks the list route with: the hook owner's key hash, which app.ts
- * takes in place of a key only beside the feed's own process token (live/live-options.ts
- * FEED_HEADER): the owner's key itself is never stored.
- */
-export const HOOK_OWNER_HEADER = "x-chainlake-hook-owner";
-
 export const DEFAULT_DELIVERY = { timeoutMs: 10_000, backoffMs: 1_000, maxBackoffMs: 600_000, maxBatch: 100, lingerMs: 200 };
 
 type Delivered = Extract<FeedEvent, { type: "item" | "reorg" }>;
@@ -41,6 +34,20 @@ type Delivered = Extract<FeedEvent, { type: "item" | "reorg" }>;
 /** The query the feed runs: the hook's, started at from_block when one is set (a replay sets one). */
 export function feedQuery(def: HookDef): Record<string, string> {
 	return def.from_block === null ? def.query : { ...def.query, block_number_start: String(def.from_block) };
+}
+
+/**
+ * A delivery's body. Items go as the list route wrote them (the feed's `text`): JSON.stringify of
+ * the parsed item would round integers past 2^53.
+ */
+export function batchBody(def: HookDef, batch: Delivered[]): string {
+	const events = batch.map((e) =>
+		e.type === "item"
+			? `{"type":"item","id":${JSON.stringify(e.id)},"block_number":${e.block_number},"item":${e.text}}`
+			: JSON.stringify({ type: e.type, id: e.id, block_number: e.block_number, block_hash: e.block_hash }),
+	);
+	const last = batch[batch.length - 1] as Delivered;
+	return `{"hook_id":${JSON.stringify(def.id)},"chain":${JSON.stringify(def.chain)},"cursor":${JSON.stringify(last.id)},"events":[${events.join(",")}]}`;
 }
 
 const TIMEOUT = Symbol("timeout");
@@ -104,7 +111,7 @@ export async function runHook(
 	/** POSTs the batch until a 2xx, then moves the durable cursor past it. False when aborted first. */
 	const deliver = async (batch: Delivered[]): Promise<boolean> => {
 		const last = batch[batch.length - 1] as Delivered;
-		const body = stringifyExact({ hook_id: def.id, chain: def.chain, cursor: last.id, events: batch });
+		const body = batchBody(def, batch);
 		while (!signal.aborted) {
 			const r = await postDelivery(def, body, opts.policy, opts.timeoutMs);
 			if (signal.aborted) return false;
