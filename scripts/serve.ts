@@ -8,8 +8,8 @@
  */
 import { parseArgs } from "node:util";
 import { buildApp } from "../src/api/app.js";
-import { HOOK_FLAG_OPTIONS, HOOK_USAGE, hookFlags } from "../src/api/hooks/hook-flags.js";
 import { startHookDelivery } from "../src/api/hooks/hook-delivery.js";
+import { HOOK_FLAG_OPTIONS, HOOK_USAGE, hookFlags } from "../src/api/hooks/hook-flags.js";
 import { DEFAULT_DELIVERY } from "../src/api/hooks/hook-worker.js";
 import { createKeyring } from "../src/api/keys.js";
 import { keysPath } from "../src/api/keys-path.js";

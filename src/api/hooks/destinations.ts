@@ -1,5 +1,5 @@
-import { lookup } from "node:dns";
 import type { LookupAddress } from "node:dns";
+import { lookup } from "node:dns";
 import { BlockList, isIP } from "node:net";
 
 /*
@@ -163,7 +163,10 @@ export function guardedLookup(policy: HostPolicy) {
 				for (const a of addresses) {
 					const refusal = addressRefusal(a.address, policy);
 					if (refusal)
-						return callback(Object.assign(new Error(`${hostname} resolves to ${refusal}`), { code: "EHOOKREFUSED" }), []);
+						return callback(
+							Object.assign(new Error(`${hostname} resolves to ${refusal}`), { code: "EHOOKREFUSED" }),
+							[],
+						);
 				}
 			}
 			if (options.all) return callback(null, addresses);

@@ -78,8 +78,7 @@ export function startHookDelivery(app: FastifyInstance, opts: HookDeliveryOption
 			const [c, id] = key.split("/") as [string, string];
 			if (c !== chain) continue;
 			const def = byId.get(id);
-			if (def && def.generation === w.generation && opts.ownerValid(def.owner) && !(w.finished && !done(def)))
-				continue;
+			if (def && def.generation === w.generation && opts.ownerValid(def.owner) && !(w.finished && !done(def))) continue;
 			w.abort.abort();
 			await w.done;
 			workers.delete(key);

@@ -30,7 +30,9 @@ export function hookFlags(values: Record<string, unknown>): {
 		const text = String(values[flag] ?? "");
 		const n = Number(text);
 		if (!/^\d{1,10}$/.test(text) || n < min || n > max)
-			throw new Error(`--${flag} must be a whole number of milliseconds from ${min} to ${max}, not ${JSON.stringify(text)}`);
+			throw new Error(
+				`--${flag} must be a whole number of milliseconds from ${min} to ${max}, not ${JSON.stringify(text)}`,
+			);
 		return n;
 	};
 	return {

@@ -27,13 +27,23 @@ export interface DeliveryOptions {
 	log: Pick<Logger, "info" | "warn">;
 }
 
-export const DEFAULT_DELIVERY = { timeoutMs: 10_000, backoffMs: 1_000, maxBackoffMs: 600_000, maxBatch: 100, lingerMs: 200 };
+export const DEFAULT_DELIVERY = {
+	timeoutMs: 10_000,
+	backoffMs: 1_000,
+	maxBackoffMs: 600_000,
+	maxBatch: 100,
+	lingerMs: 200,
+};
 
 type Delivered = Extract<FeedEvent, { type: "item" | "reorg" }>;
 
-/** The query the feed runs: the hook's, started at from_block when one is set (a replay sets one). */
+/**
+ * The query the feed runs: the hook's, started at from_block when one is set (a replay sets one),
+ * then to the query's block_number_end, or live (`latest`: the list routes take both ends or none).
+ */
 export function feedQuery(def: HookDef): Record<string, string> {
-	return def.from_block === null ? def.query : { ...def.query, block_number_start: String(def.from_block) };
+	if (def.from_block === null) return def.query;
+	return { block_number_end: "latest", ...def.query, block_number_start: String(def.from_block) };
 }
 
 /**

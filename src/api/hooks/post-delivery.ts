@@ -87,7 +87,9 @@ export function postDelivery(
 			done({
 				ok: false,
 				error:
-					err.code === "EHOOKREFUSED" ? `destination refused: ${err.message}` : `connection failed: ${err.code ?? err.message}`,
+					err.code === "EHOOKREFUSED"
+						? `destination refused: ${err.message}`
+						: `connection failed: ${err.code ?? err.message}`,
 			}),
 		);
 		req.end(body);

@@ -17,6 +17,7 @@ import {
 } from "../hooks/hook-files.js";
 import { feedQuery } from "../hooks/hook-worker.js";
 import { checkFeed } from "../live/feed.js";
+import { STREAM_ROUTES } from "../live/streams.js";
 import { documented } from "../params/param-docs.js";
 import { chainParams, EXAMPLE } from "../params/params.js";
 
@@ -36,6 +37,9 @@ export interface HookRouteOptions {
 /** Hooks one key may have on one chain. */
 export const MAX_HOOKS_PER_KEY = 100;
 
+/** The list routes (those that stream), as patterns of a path. */
+const LIST_ROUTES = STREAM_ROUTES.map((r) => new RegExp(`^${r.replace(/:\w+/g, "[^/]+")}/?$`));
+
 /** Parameters a hook's query may not carry: the deliveries decide paging, order and format. */
 const RESERVED = ["offset", "order", "format", "cursor", "limit", "batchSize"];
 
@@ -54,39 +58,54 @@ const fromBlock = z
 	.max(999_999_999_999_999, "must be at most 999999999999999");
 
 const hookBody = z
-	.object({
-		path: z
-			.string({ error: "must be a list route's path, e.g. /eip155-1/v1/address/0x.../transfers" })
-			.min(1)
-			.max(1000)
-			.describe("A list route's path, with or without its query string. Example: /eip155-1/v1/address/0x.../transfers"),
-		query: z
-			.record(z.string(), z.union([z.string(), z.number(), z.boolean()]), {
-				error: "must be an object of the list route's query parameters, e.g. {\"asset_type\": \"native,ft\"}",
-			})
-			.optional()
-			.describe("The list route's query parameters (besides any in path), e.g. {\"asset_type\": \"native,ft\"}."),
-		url: z
-			.string({ error: "must be the destination URL (https://...)" })
-			.max(2000)
-			.describe("Where the batches are POSTed: http(s), a host the server's --hook-allow-hosts allows."),
-		secret: z
-			.string({ error: "must be a string of 16 to 256 characters" })
-			.min(16, "must be at least 16 characters (it signs every delivery)")
-			.max(256, "must be at most 256 characters")
-			.describe("Signs every delivery (HMAC-SHA256); never answered back."),
-		confirmations: z
-			.number({ error: "must be a whole number from 0 to 64" })
-			.int("must be a whole number from 0 to 64")
-			.min(0, "must be from 0 to 64")
-			.max(64, "must be from 0 to 64")
-			.default(0)
-			.describe("Items only from blocks at least this deep (0: as soon as stored)."),
-		from_block: fromBlock.optional().describe("Deliver from this block (default: the query's own start, else 0)."),
-	})
+	.object(
+		{
+			path: z
+				.string({ error: "must be a list route's path, e.g. /eip155-1/v1/address/0x.../transfers" })
+				.min(1)
+				.max(1000)
+				.describe(
+					"A list route's path, with or without its query string. Example: /eip155-1/v1/address/0x.../transfers",
+				),
+			query: z
+				.record(z.string(), z.union([z.string(), z.number(), z.boolean()]), {
+					error: 'must be an object of the list route\'s query parameters, e.g. {"asset_type": "native,ft"}',
+				})
+				.optional()
+				.describe('The list route\'s query parameters (besides any in path), e.g. {"asset_type": "native,ft"}.'),
+			url: z
+				.string({ error: "must be the destination URL (https://...)" })
+				.max(2000)
+				.describe("Where the batches are POSTed: http(s), a host the server's --hook-allow-hosts allows."),
+			secret: z
+				.string({ error: "must be a string of 16 to 256 characters" })
+				.min(16, "must be at least 16 characters (it signs every delivery)")
+				.max(256, "must be at most 256 characters")
+				.describe("Signs every delivery (HMAC-SHA256); never answered back."),
+			confirmations: z
+				.number({ error: "must be a whole number from 0 to 64" })
+				.int("must be a whole number from 0 to 64")
+				.min(0, "must be from 0 to 64")
+				.max(64, "must be from 0 to 64")
+				.default(0)
+				.describe("Items only from blocks at least this deep (0: as soon as stored)."),
+			from_block: fromBlock.optional().describe("Deliver from this block (default: the query's own start, else 0)."),
+		},
+		{
+			error:
+				'must be a JSON object {"path", "query", "url", "secret", "confirmations", "from_block"} sent as application/json',
+		},
+	)
 	.strict();
 
-const replayBody = z.object({ from_block: fromBlock.describe("Deliver again from this block.") }).strict();
+const replayBody = z
+	.object(
+		{ from_block: fromBlock.describe("Deliver again from this block.") },
+		{
+			error: 'must be a JSON object {"from_block": n} sent as application/json',
+		},
+	)
+	.strict();
 
 /** What a client sees of a hook: never its secret nor its owner's key hash. */
 function hookView(def: HookDef, state: HookState | null) {
@@ -118,6 +137,11 @@ function routeOf(chain: string, basePath: string, path: string, given: Record<st
 		throw badRequest(
 			"INVALID_HOOK_PATH",
 			`path ${JSON.stringify(rawPath.slice(0, 200))} is not a route of ${chain}: give a list route's path, e.g. /${chain}/v1/address/${EXAMPLE.wallet}/transfers`,
+		);
+	if (!LIST_ROUTES.some((re) => re.test(bare)))
+		throw badRequest(
+			"INVALID_HOOK_PATH",
+			`path ${JSON.stringify(bare.slice(0, 200))} is not a list route: a hook takes one of ${STREAM_ROUTES.map((r) => r.replace(/:(\w+)/g, "{$1}")).join(", ")}`,
 		);
 	const query: Record<string, string> = {};
 	for (const [k, v] of new URLSearchParams(search ?? "")) {
@@ -200,7 +224,10 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 			};
 			await checkQuery(def, req.headers.authorization);
 			await writeHook(ctx.dataDir, def);
-			return reply.code(201).header("Location", `${opts.basePath}/${chain}/v1/hooks/${def.id}`).send(hookView(def, null));
+			return reply
+				.code(201)
+				.header("Location", `${opts.basePath}/${chain}/v1/hooks/${def.id}`)
+				.send(hookView(def, null));
 		},
 	);
 
@@ -245,7 +272,8 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 		{
 			schema: {
 				summary: "Delete a webhook",
-				description: "Deliveries stop (a batch under way may still arrive once). Example: /eip155-1/v1/hooks/3f2a9c0d5e6b7a81",
+				description:
+					"Deliveries stop (a batch under way may still arrive once). Example: /eip155-1/v1/hooks/3f2a9c0d5e6b7a81",
 				tags: ["webhooks"],
 				params: hookParams,
 			},
