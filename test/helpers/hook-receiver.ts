@@ -33,6 +33,10 @@ export interface HookReceiver {
 	redirects: number;
 	elsewhere: number;
 	failing: boolean;
+	/** Item ids of each acknowledged batch, in the order they came. */
+	batches: string[][];
+	/** Wait this long after applying a batch before answering (a crash then leaves it unacknowledged). */
+	delayMs: number;
 	/** Take a re-sent item (after a crash: the unacknowledged batch comes again) without counting it out of order. */
 	allowDuplicates: boolean;
 	close(): Promise<void>;
@@ -49,6 +53,8 @@ export async function startHookReceiver(secret: string): Promise<HookReceiver> {
 		elsewhere: 0,
 		failing: false,
 		allowDuplicates: false,
+		batches: [],
+		delayMs: 0,
 	};
 	let lastId = "";
 	const server: Server = createServer((req, res) => {
@@ -81,6 +87,7 @@ export async function startHookReceiver(secret: string): Promise<HookReceiver> {
 				return res.writeHead(500).end("down for a while");
 			}
 			const batch = JSON.parse(body) as { events: ReceivedEvent[]; cursor: string };
+			r.batches.push(batch.events.flatMap((e) => (e.type === "item" ? [String(e.item?.id)] : [])));
 			for (const e of batch.events) {
 				r.applied.push(e);
 				if (e.type === "reorg") {
@@ -94,7 +101,8 @@ export async function startHookReceiver(secret: string): Promise<HookReceiver> {
 				r.items.set(id, e.item as Record<string, unknown>);
 				if (id > lastId) lastId = id;
 			}
-			res.writeHead(204).end();
+			if (r.delayMs > 0) setTimeout(() => res.writeHead(204).end(), r.delayMs);
+			else res.writeHead(204).end();
 		});
 	});
 	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

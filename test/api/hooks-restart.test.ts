@@ -1,0 +1,161 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
+import { spawnScript } from "../helpers/cli.js";
+import { type HookReceiver, startHookReceiver } from "../helpers/hook-receiver.js";
+import { sendMined } from "../helpers/node-rpc.js";
+
+/**
+ * A webhook across a crash: `npm run serve -- --follow` (the real script, the writer that also
+ * delivers) is SIGKILLed while a batch is at the receiver unanswered and blocks keep coming, then
+ * started again: it resumes from the hook's durable cursor. The receiver ends holding exactly the
+ * list route's items, and got again only items of the batch the crash left unacknowledged.
+ */
+const CHAIN = 31337;
+const C = `eip155-${CHAIN}`;
+const KEY = "restart-key-0123456789";
+const SECRET = "restart-secret-0123456789";
+
+let anvil: AnvilInstance;
+let work: WorkloadResult;
+let dir: string;
+let receiver: HookReceiver;
+const children: ChildProcess[] = [];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Starts serve --follow over the folder; resolves with its base URL. */
+function serve(): Promise<{ base: string; child: ChildProcess }> {
+	const child = spawnScript(
+		"serve.ts",
+		[
+			...["--data-dir", dir, "--port", "0", "--follow", `${C}=${anvil.url}`, "--poll-ms", "100"],
+			...["--finality-depth", "8", "--rate-limit", "0", "--hook-allow-hosts", "127.0.0.1"],
+		],
+		{ CHAINLAKE_API_KEYS: KEY },
+	);
+	children.push(child);
+	let out = "";
+	return new Promise((resolve, reject) => {
+		child.stdout?.on("data", (c) => {
+			out += c;
+			const m = /chainlake API on (http:\/\/[^\s:]+:\d+)/.exec(out);
+			if (m?.[1]) resolve({ base: m[1], child });
+		});
+		child.stderr?.on("data", (c) => {
+			out += c;
+		});
+		child.on("exit", (code, signal) => reject(new Error(`serve exited with ${code ?? signal}: ${out}`)));
+	});
+}
+
+const call = async (base: string, path: string, init: { method?: string; body?: unknown } = {}) => {
+	const r = await fetch(`${base}${path}`, {
+		method: init.method ?? "GET",
+		headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+		body: init.body === undefined ? undefined : JSON.stringify(init.body),
+	});
+	return {
+		status: r.status,
+		body: (await r.json()) as Record<string, unknown> & { items?: Record<string, unknown>[] },
+	};
+};
+
+/** Every item of the query, as the list route answers it now. */
+async function listed(base: string, wallet: string) {
+	const items: Record<string, unknown>[] = [];
+	for (let offset = ""; ; ) {
+		const r = await call(
+			base,
+			`/${C}/v1/address/${wallet}/transfers?asset_type=native,ft,nft&limit=1000${offset ? `&offset=${offset}` : ""}`,
+		);
+		items.push(...(r.body.items ?? []));
+		const range = r.body.range as { has_more: boolean; next_offset: string };
+		if (!range.has_more) return items;
+		offset = range.next_offset;
+	}
+}
+
+beforeAll(async () => {
+	anvil = await startAnvil({ chainId: CHAIN });
+	work = await runWorkload({ rpcUrl: anvil.url });
+	dir = await mkdtemp(join(tmpdir(), "chainlake-hooks-restart-"));
+	receiver = await startHookReceiver(SECRET);
+	receiver.allowDuplicates = true;
+}, 60_000);
+
+afterAll(async () => {
+	// Each child stopped and gone before its folder is removed (a follower still writing would refill it).
+	await Promise.all(
+		children
+			.filter((c) => c.exitCode === null && c.signalCode === null)
+			.map((c) => new Promise((r) => c.once("exit", r).kill("SIGTERM"))),
+	);
+	await receiver?.close();
+	await anvil?.stop();
+	await rm(dir, { recursive: true, force: true });
+});
+
+describe("a webhook across a SIGKILL of the delivering process", () => {
+	it("resumes from the durable cursor: nothing lost, duplicates only of the unacknowledged batch", async () => {
+		const wallet = work.accounts.alice.toLowerCase();
+		const pay = (wei: number) =>
+			sendMined(anvil.url, { from: work.accounts.bob, to: wallet, value: `0x${wei.toString(16)}` });
+		const first = await serve();
+		// The follower stores the workload's blocks first (a hook on a chain with none is a 503 NO_DATA).
+		for (let i = 0; i < 300 && (await call(first.base, `/${C}/v1/blocks/latest`)).status !== 200; i++) await sleep(50);
+		const made = await call(first.base, `/${C}/v1/hooks`, {
+			method: "POST",
+			body: {
+				path: `/${C}/v1/address/${wallet}/transfers`,
+				query: { asset_type: "native,ft,nft" },
+				url: receiver.url,
+				secret: SECRET,
+			},
+		});
+		expect(made.status, JSON.stringify(made.body)).toBe(201);
+		const id = made.body.id as string;
+		for (let i = 0; i < 200 && receiver.batches.length === 0; i++) await sleep(50);
+		expect(receiver.batches.length).toBeGreaterThan(0);
+
+		// Answers held back: the next batch is applied at the receiver but unanswered when the kill comes.
+		receiver.delayMs = 1500;
+		const held = receiver.batches.length;
+		await pay(7001);
+		for (let i = 0; i < 200 && receiver.batches.length === held; i++) await sleep(20);
+		expect(receiver.batches.length).toBe(held + 1);
+		first.child.kill("SIGKILL");
+		await new Promise((r) => first.child.once("exit", r));
+		const unacknowledged = new Set(receiver.batches.at(-1));
+		const before = new Set(receiver.items.keys());
+		receiver.delayMs = 0;
+		// Blocks keep coming while nothing delivers.
+		for (let i = 0; i < 3; i++) await pay(7002 + i);
+
+		const second = await serve();
+		const seen = receiver.batches.length;
+		let want: Record<string, unknown>[] = [];
+		for (let i = 0; i < 300; i++) {
+			want = await listed(second.base, wallet);
+			if (want.some((t) => t.value === "7004") && receiver.items.size === want.length) break;
+			await sleep(100);
+		}
+		const heldItems = [...receiver.items.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, v]) => v);
+		expect(heldItems).toEqual(want);
+		expect(want.map((t) => t.value)).toEqual(expect.arrayContaining(["7001", "7002", "7003", "7004"]));
+		// Sent again: only items of the batch the kill left unanswered.
+		const again = receiver.batches
+			.slice(seen)
+			.flat()
+			.filter((itemId) => before.has(itemId));
+		expect(again.length).toBeGreaterThan(0);
+		for (const itemId of again) expect(unacknowledged.has(itemId), itemId).toBe(true);
+		const state = (await call(second.base, `/${C}/v1/hooks/${id}`)).body.delivery as Record<string, unknown>;
+		expect(state).toMatchObject({ status: "active", attempts: 0 });
+		expect(state.last_delivered_block).toBe(Number(want.at(-1)?.block_number));
+		expect(receiver.badSignatures).toBe(0);
+	}, 90_000);
+});
