@@ -19,7 +19,7 @@ const server = createServer((req, res) => {
 			return res.writeHead(401).end();
 		}
 		for (const e of JSON.parse(body).events)
-			console.log(e.type === "item" ? `item ${e.id} block ${e.block_number}` : `reorg to block ${e.block_number}`);
+			console.log(e.type === "item" ? `item ${e.item.id} block ${e.block_number}` : `reorg to block ${e.block_number}`);
 		res.writeHead(204).end();
 	});
 });

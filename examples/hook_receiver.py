@@ -19,7 +19,7 @@ class Receiver(BaseHTTPRequestHandler):
             print("refused: bad signature", flush=True)
             return self.send_response(401) or self.end_headers()
         for e in json.loads(body)["events"]:
-            print(f"item {e['id']} block {e['block_number']}" if e["type"] == "item" else f"reorg to block {e['block_number']}", flush=True)
+            print(f"item {e['item']['id']} block {e['block_number']}" if e["type"] == "item" else f"reorg to block {e['block_number']}", flush=True)
         self.send_response(204)
         self.end_headers()
 
