@@ -38,15 +38,16 @@ export function openSse(url: string, headers: Record<string, string>) {
 	let status = 0;
 	let body = "";
 	const ended = (async () => {
-		const res = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: ac.signal });
-		status = res.status;
-		if (!res.body) return;
-		const decoder = new TextDecoder();
-		let buf = "";
 		try {
+			const res = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: ac.signal });
+			status = res.status;
+			if (!res.body) return;
+			const decoder = new TextDecoder();
+			let buf = "";
 			for await (const chunk of res.body) {
-				buf += decoder.decode(chunk as Uint8Array, { stream: true });
-				body += buf;
+				const text = decoder.decode(chunk as Uint8Array, { stream: true });
+				buf += text;
+				body += text;
 				const { events: got, rest } = parseSse(buf);
 				events.push(...got);
 				buf = rest;

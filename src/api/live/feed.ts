@@ -87,7 +87,10 @@ async function planFeed(app: FastifyInstance, req: FeedRequest): Promise<Plan> {
 		if (req.query[name] !== undefined) throw badRequest("INVALID_PARAMETER", `${name}: ${why}`);
 	const query = queryHash(req.path, req.query);
 	const cursor = req.cursor === undefined ? null : decodeCursor(req.cursor, query);
-	const ask = { path: req.path, query: req.query, headers: req.headers };
+	// A stream's start without an end runs live: to the list route, that is an end of `latest`.
+	const q = { ...req.query };
+	if (q.block_number_start !== undefined && q.block_number_end === undefined) q.block_number_end = "latest";
+	const ask = { path: req.path, query: q, headers: req.headers };
 	// The route's own checks (key, parameters, chain, range) and its resolution of the range.
 	const probe = await listPage(app, ask, { limit: 1 });
 	const e = req.query.block_number_end;

@@ -13,6 +13,8 @@ export interface HeadWatcher {
 	generation(): number | null;
 	/** Resolves once the generation differs from `seen`, after `ms`, or when `signal` aborts. */
 	wait(seen: number | null, ms: number, signal: AbortSignal): Promise<void>;
+	/** Feeds waiting now (0 once every stream has closed). */
+	waiting(): number;
 	close(): void;
 }
 
@@ -52,6 +54,7 @@ export function headWatcher(store: Store, chain: string, pollMs: number): HeadWa
 				timer ??= setInterval(poll, pollMs);
 			});
 		},
+		waiting: () => waiters.size,
 		close() {
 			for (const w of waiters) w.wake();
 			if (timer) clearInterval(timer);

@@ -39,6 +39,8 @@ export interface Live {
 	options: LiveOptions;
 	/** This process's secret for FEED_HEADER: a client cannot pass its requests off as a feed's. */
 	token: string;
+	/** Streams open now, in all and by key (kept by streams.ts: the caps, /metrics, tests). */
+	open: { total: number; byKey: Map<string, number> };
 	/** The chain's head watcher, made on first use. */
 	watcher(chain: string): HeadWatcher;
 	/** Stops every watcher (the app's close). */
@@ -59,6 +61,7 @@ export function createLive(store: Store, options: Partial<LiveOptions> = {}): Li
 		store,
 		options: opts,
 		token: randomBytes(18).toString("base64url"),
+		open: { total: 0, byKey: new Map() },
 		watcher(chain) {
 			let w = watchers.get(chain);
 			if (!w) {

@@ -76,8 +76,13 @@ function feedRequest(req: FastifyRequest): FeedRequest {
 /** Registers the stream hook (after the key check, which is an earlier onRequest hook). */
 export function streamRoutes(app: FastifyInstance, base: string) {
 	const routes = new Set(STREAM_ROUTES.map((r) => `${base}${r}`));
-	let open = 0;
-	const byKey = new Map<string, number>();
+	const open = app.live.open;
+	const running = new Set<AbortController>();
+	// Streams never end by themselves: the app's close ends them (before the server waits for its sockets).
+	app.addHook("preClose", async () => {
+		for (const stop of running) stop.abort();
+	});
+	const byKey = open.byKey;
 
 	app.addHook("onRequest", async (req, reply) => {
 		if (req.method !== "GET" || !routes.has(req.routeOptions.url ?? "") || req.headers[FEED_HEADER] !== undefined)
@@ -91,20 +96,30 @@ export function streamRoutes(app: FastifyInstance, base: string) {
 				reply,
 				`this API key has ${mine} streams open, the most one key may have: close one (a stream resumes later from its Last-Event-ID)`,
 			);
-		if (open >= maxStreams)
-			throw tooMany(reply, `this server has ${open} streams open, its limit: retry later (or on another server)`);
-		await checkFeed(app, feed);
-		// Counted from here: a stream's slot is freed when its socket closes.
-		open++;
+		if (open.total >= maxStreams)
+			throw tooMany(reply, `this server has ${open.total} streams open, its limit: retry later (or on another server)`);
+		// The slot is taken before the checks (which wait), so streams opened at once count each other.
+		open.total++;
 		byKey.set(req.caller, mine + 1);
 		const release = () => {
-			open--;
+			open.total--;
 			const n = (byKey.get(req.caller) ?? 1) - 1;
 			if (n <= 0) byKey.delete(req.caller);
 			else byKey.set(req.caller, n);
 		};
+		try {
+			await checkFeed(app, feed);
+		} catch (err) {
+			release();
+			throw err;
+		}
 		reply.hijack();
-		void serve(app, req, reply, feed).finally(release);
+		const stop = new AbortController();
+		running.add(stop);
+		void serve(app, req, reply, feed, stop).finally(() => {
+			running.delete(stop);
+			release();
+		});
 	});
 }
 
@@ -114,10 +129,19 @@ function tooMany(reply: FastifyReply, message: string): ApiError {
 }
 
 /** Writes the feed's events until the client goes, the range ends, or the reader is too slow. */
-async function serve(app: FastifyInstance, req: FastifyRequest, reply: FastifyReply, feed: FeedRequest) {
+async function serve(
+	app: FastifyInstance,
+	req: FastifyRequest,
+	reply: FastifyReply,
+	feed: FeedRequest,
+	stop: AbortController,
+) {
 	const res = reply.raw;
-	const stop = new AbortController();
+	// The client may have gone while the checks ran: its socket is closed already, no event to come.
+	const socket = req.raw.socket;
+	if (socket.destroyed) stop.abort();
 	res.on("close", () => stop.abort());
+	socket.once("close", () => stop.abort());
 	res.writeHead(200, {
 		"content-type": "text/event-stream; charset=utf-8",
 		"cache-control": "no-store",
