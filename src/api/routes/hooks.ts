@@ -98,6 +98,9 @@ const hookBody = z
 	)
 	.strict();
 
+/** The webhook routes take no query parameters (a hook's own query is in its body). */
+const noQuery = z.object({}).strict();
+
 const replayBody = z
 	.object(
 		{ from_block: fromBlock.describe("Deliver again from this block.") },
@@ -191,6 +194,7 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 				description: `Deliveries POST batches of the query's events (items, and reorgs that retract items) to url, signed with secret (X-Chainlake-Signature: sha256=HMAC-SHA256(secret, timestamp + "." + body), X-Chainlake-Timestamp), in chain order from from_block (or the query's start) into the live head, retried with backoff until a 2xx. Example: curl -X POST -H "Authorization: Bearer $KEY" -H "content-type: application/json" -d '{"path": "/eip155-1/v1/address/${EXAMPLE.wallet}/transfers", "query": {"asset_type": "native,ft"}, "url": "https://hooks.example.com/chainlake", "secret": "a-long-random-secret", "confirmations": 12}' https://host/eip155-1/v1/hooks`,
 				tags: ["webhooks"],
 				params: chainParams,
+				querystring: noQuery,
 				body: hookBody,
 			},
 		},
@@ -239,6 +243,7 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 				description: "Every hook this API key made on the chain, oldest first. Example: /eip155-1/v1/hooks",
 				tags: ["webhooks"],
 				params: chainParams,
+				querystring: noQuery,
 			},
 		},
 		async (req) => {
@@ -259,6 +264,7 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 					"delivery: status (pending, active, failing, completed, paused), cursor, last_delivered_block, attempts of the pending batch, last_error, failing_since, next_attempt_at. Example: /eip155-1/v1/hooks/3f2a9c0d5e6b7a81",
 				tags: ["webhooks"],
 				params: hookParams,
+				querystring: noQuery,
 			},
 		},
 		async (req) => {
@@ -276,6 +282,7 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 					"Deliveries stop (a batch under way may still arrive once). Example: /eip155-1/v1/hooks/3f2a9c0d5e6b7a81",
 				tags: ["webhooks"],
 				params: hookParams,
+				querystring: noQuery,
 			},
 		},
 		async (req, reply) => {
@@ -295,6 +302,7 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 					"The hook's deliveries start over from from_block (its cursor is dropped): every item of the query from that block, then live. Example: curl -X POST -d '{\"from_block\": 100}' /eip155-1/v1/hooks/3f2a9c0d5e6b7a81/replay",
 				tags: ["webhooks"],
 				params: hookParams,
+				querystring: noQuery,
 				body: replayBody,
 			},
 		},
