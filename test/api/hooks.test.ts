@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/api/app.js";
 import { parseAllowHosts } from "../../src/api/hooks/destinations.js";
 import { type HookDelivery, startHookDelivery } from "../../src/api/hooks/hook-delivery.js";
+import { readState } from "../../src/api/hooks/hook-files.js";
 import { DEFAULT_DELIVERY } from "../../src/api/hooks/hook-worker.js";
-import { createKeyring, hashKey } from "../../src/api/keys.js";
+import { createKey, createKeyring, hashKey, revokeKey } from "../../src/api/keys.js";
 import { startFollowers } from "../../src/follow/followers.js";
 import { createStore } from "../../src/query/store/create-store.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
@@ -289,5 +290,19 @@ describe("deliveries", () => {
 		expect(receiver.redirects).toBeGreaterThan(0);
 		expect(receiver.elsewhere).toBe(0);
 		expect((await inject("DELETE", `/${C}/v1/hooks/${made.body.id}`)).status).toBe(204);
+	});
+
+	it("pause once the key that made them is revoked", async () => {
+		const keys = join(dir, "k.json");
+		const { key, id: keyId } = createKey(keys, "revocable");
+		const made = await inject("POST", `/${C}/v1/hooks`, hookBody({ url: receiver.url.replace("/in", "/ignore") }), key);
+		expect(made.status).toBe(201);
+		const state = () => readState(dir, C, made.body.id);
+		for (let i = 0; i < 100 && !state()?.delivered_events; i++) await sleep(50);
+		expect(state()).toMatchObject({ status: "active" });
+		revokeKey(keys, keyId);
+		for (let i = 0; i < 100 && state()?.status !== "paused"; i++) await sleep(50);
+		expect(state()).toMatchObject({ status: "paused", last_error: expect.stringMatching(/revoked/) });
+		expect((await inject("GET", `/${C}/v1/hooks/${made.body.id}`, undefined, key)).status).toBe(401);
 	});
 });

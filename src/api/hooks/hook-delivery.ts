@@ -1,4 +1,5 @@
-import { readdirSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { acquireWriteLock, DataDirLockedError } from "../../store/files/lock.js";
 import { errorSummary } from "../errors.js";
@@ -27,6 +28,20 @@ interface Worker {
 	abort: AbortController;
 	done: Promise<void>;
 	finished: boolean;
+}
+
+/**
+ * Temporary files a crash left (hook-files.ts writes `<file>.<pid>.tmp`, then renames it): the
+ * deliverer's own, and an API process's older than a minute (a write takes milliseconds).
+ */
+function removeStaleTemps(dir: string) {
+	for (const name of readdirSync(dir)) {
+		if (!name.endsWith(".tmp")) continue;
+		const path = join(dir, name);
+		try {
+			if (Date.now() - statSync(path).mtimeMs > 60_000 || name.includes(".state.json.")) rmSync(path, { force: true });
+		} catch {}
+	}
 }
 
 export function startHookDelivery(app: FastifyInstance, opts: HookDeliveryOptions) {
@@ -67,6 +82,7 @@ export function startHookDelivery(app: FastifyInstance, opts: HookDeliveryOption
 			if (defs.length === 0) return;
 			try {
 				locks.set(chain, await acquireWriteLock(hooksDir(opts.dataDir, chain)));
+				removeStaleTemps(hooksDir(opts.dataDir, chain));
 				opts.log.info(`this process delivers the webhooks of ${chain} (pid ${process.pid})`);
 			} catch (err) {
 				if (err instanceof DataDirLockedError) return; // another process delivers them

@@ -95,6 +95,8 @@ export async function runHook(
 ): Promise<void> {
 	let state: HookState = readState(dataDir, def.chain, def.id) ?? freshState(def);
 	if (state.generation !== def.generation) state = freshState(def);
+	// Paused while its key was revoked: the key is valid again (or this would not run).
+	if (state.status === "paused") state = { ...state, status: "active", next_attempt_at: null };
 	const save = async (change: Partial<HookState>) => {
 		state = { ...state, ...change, updated_at: new Date().toISOString() };
 		await writeState(dataDir, def.chain, def.id, state);
