@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,10 +11,12 @@ import { type HookReceiver, startHookReceiver } from "../helpers/hook-receiver.j
 import { sendMined } from "../helpers/node-rpc.js";
 
 /**
- * A webhook across a crash: `npm run serve -- --follow` (the real script, the writer that also
- * delivers) is SIGKILLed while a batch is at the receiver unanswered and blocks keep coming, then
- * started again: it resumes from the hook's durable cursor. The receiver ends holding exactly the
- * list route's items, and got again only items of the batch the crash left unacknowledged.
+ * A webhook across a crash, with the real scripts: `serve --follow` (the writer) and a `serve`
+ * reader beside it over one folder; one of them holds the chain's hooks lock and delivers. It is
+ * SIGKILLed while a batch is at the receiver unanswered and blocks keep coming (the writer, if it
+ * was the one, is started again); the other process (or the new one) takes the lock and resumes
+ * from the hook's durable cursor. The receiver ends holding exactly the list route's items, got
+ * again only items of the batch the crash left unacknowledged, and never two deliveries at once.
  */
 const CHAIN = 31337;
 const C = `eip155-${CHAIN}`;
@@ -25,15 +28,17 @@ let work: WorkloadResult;
 let dir: string;
 let receiver: HookReceiver;
 const children: ChildProcess[] = [];
+/** Crashes in a row: one in npm test; three under npm run test:long (the reader, then the writer, then either). */
+const ROUNDS = process.env.CHAINLAKE_CRASH_FULL === "1" ? 3 : 1;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Starts serve --follow over the folder; resolves with its base URL. */
-function serve(): Promise<{ base: string; child: ChildProcess }> {
+/** Starts serve over the folder, the writer (--follow) or a reader beside it; resolves with its base URL. */
+function serve(follow: boolean): Promise<{ base: string; child: ChildProcess }> {
 	const child = spawnScript(
 		"serve.ts",
 		[
-			...["--data-dir", dir, "--port", "0", "--follow", `${C}=${anvil.url}`, "--poll-ms", "100"],
-			...["--finality-depth", "8", "--rate-limit", "0", "--hook-allow-hosts", "127.0.0.1"],
+			...["--data-dir", dir, "--port", "0", "--rate-limit", "0", "--hook-allow-hosts", "127.0.0.1"],
+			...(follow ? ["--follow", `${C}=${anvil.url}`, "--poll-ms", "100", "--finality-depth", "8"] : []),
 		],
 		{ CHAINLAKE_API_KEYS: KEY },
 	);
@@ -104,10 +109,12 @@ describe("a webhook across a SIGKILL of the delivering process", () => {
 		const wallet = work.accounts.alice.toLowerCase();
 		const pay = (wei: number) =>
 			sendMined(anvil.url, { from: work.accounts.bob, to: wallet, value: `0x${wei.toString(16)}` });
-		const first = await serve();
+		const [writer, reader] = await Promise.all([serve(true), serve(false)]);
 		// The follower stores the workload's blocks first (a hook on a chain with none is a 503 NO_DATA).
-		for (let i = 0; i < 300 && (await call(first.base, `/${C}/v1/blocks/latest`)).status !== 200; i++) await sleep(50);
-		const made = await call(first.base, `/${C}/v1/hooks`, {
+		for (const p of [writer, reader])
+			for (let i = 0; i < 300 && (await call(p.base, `/${C}/v1/blocks/latest`)).status !== 200; i++) await sleep(50);
+		// Made through the reader; delivered by whichever process takes the chain's hooks lock first.
+		const made = await call(reader.base, `/${C}/v1/hooks`, {
 			method: "POST",
 			body: {
 				path: `/${C}/v1/address/${wallet}/transfers`,
@@ -120,42 +127,63 @@ describe("a webhook across a SIGKILL of the delivering process", () => {
 		const id = made.body.id as string;
 		for (let i = 0; i < 200 && receiver.batches.length === 0; i++) await sleep(50);
 		expect(receiver.batches.length).toBeGreaterThan(0);
+		const lockPid = () => Number(readFileSync(join(dir, C, "_hooks", "_lock"), "utf8"));
+		const live = { writer, reader };
 
-		// Answers held back: the next batch is applied at the receiver but unanswered when the kill comes.
-		receiver.delayMs = 1500;
-		const held = receiver.batches.length;
-		await pay(7001);
-		for (let i = 0; i < 200 && receiver.batches.length === held; i++) await sleep(20);
-		expect(receiver.batches.length).toBe(held + 1);
-		first.child.kill("SIGKILL");
-		await new Promise((r) => first.child.once("exit", r));
-		const unacknowledged = new Set(receiver.batches.at(-1));
-		const before = new Set(receiver.items.keys());
-		receiver.delayMs = 0;
-		// Blocks keep coming while nothing delivers.
-		for (let i = 0; i < 3; i++) await pay(7002 + i);
+		for (let round = 0; round < ROUNDS; round++) {
+			// Answers held back: the next batch is applied at the receiver but unanswered when the kill comes.
+			receiver.delayMs = 1500;
+			const held = receiver.batches.length;
+			await pay(7001 + 10 * round);
+			for (let i = 0; i < 200 && receiver.batches.length === held; i++) await sleep(20);
+			expect(receiver.batches.length).toBe(held + 1);
+			const role = (
+				[
+					["writer", live.writer],
+					["reader", live.reader],
+				] as const
+			).find(([, p]) => p.child.pid === lockPid())?.[0];
+			expect(role, "one of the two serve processes holds the hooks' lock").toBeDefined();
+			const killed = live[role as "writer" | "reader"];
+			killed.child.kill("SIGKILL");
+			await new Promise((r) => killed.child.once("exit", r));
+			const seen = receiver.batches.length;
+			const unacknowledged = new Set(receiver.batches.at(-1));
+			const before = new Set(receiver.items.keys());
+			receiver.delayMs = 0;
+			// Blocks keep coming while nothing delivers.
+			for (let i = 1; i <= 3; i++) await pay(7001 + 10 * round + i);
+			// The writer killed: started again (its follower stores the new blocks); a reader only when
+			// another round needs two processes. The other process, or the new one, delivers from the
+			// durable cursor.
+			if (role === "writer") live.writer = await serve(true);
+			else if (round + 1 < ROUNDS) live.reader = await serve(false);
 
-		const second = await serve();
-		const seen = receiver.batches.length;
-		let want: Record<string, unknown>[] = [];
-		for (let i = 0; i < 300; i++) {
-			want = await listed(second.base, wallet);
-			if (want.some((t) => t.value === "7004") && receiver.items.size === want.length) break;
-			await sleep(100);
+			let want: Record<string, unknown>[] = [];
+			const last = String(7001 + 10 * round + 3);
+			for (let i = 0; i < 300; i++) {
+				want = await listed(live.writer.base, wallet);
+				if (want.some((t) => t.value === last) && receiver.items.size === want.length) break;
+				await sleep(100);
+			}
+			const heldItems = [...receiver.items.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, v]) => v);
+			expect(heldItems).toEqual(want);
+			expect(want.map((t) => t.value)).toContain(last);
+			// Sent again: only items of the batch the kill left unanswered.
+			const again = receiver.batches
+				.slice(seen)
+				.flat()
+				.filter((itemId) => before.has(itemId));
+			expect(again.length).toBeGreaterThan(0);
+			for (const itemId of again) expect(unacknowledged.has(itemId), itemId).toBe(true);
+			// Another process holds the lock now, and never were two deliveries of the hook at the receiver at once.
+			expect(lockPid()).not.toBe(killed.child.pid);
+			expect([live.writer.child.pid, live.reader.child.pid]).toContain(lockPid());
+			expect(receiver.maxInFlight).toBe(1);
+			const state = (await call(live.writer.base, `/${C}/v1/hooks/${id}`)).body.delivery as Record<string, unknown>;
+			expect(state).toMatchObject({ status: "active", attempts: 0 });
+			expect(state.last_delivered_block).toBe(Number(want.at(-1)?.block_number));
 		}
-		const heldItems = [...receiver.items.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, v]) => v);
-		expect(heldItems).toEqual(want);
-		expect(want.map((t) => t.value)).toEqual(expect.arrayContaining(["7001", "7002", "7003", "7004"]));
-		// Sent again: only items of the batch the kill left unanswered.
-		const again = receiver.batches
-			.slice(seen)
-			.flat()
-			.filter((itemId) => before.has(itemId));
-		expect(again.length).toBeGreaterThan(0);
-		for (const itemId of again) expect(unacknowledged.has(itemId), itemId).toBe(true);
-		const state = (await call(second.base, `/${C}/v1/hooks/${id}`)).body.delivery as Record<string, unknown>;
-		expect(state).toMatchObject({ status: "active", attempts: 0 });
-		expect(state.last_delivered_block).toBe(Number(want.at(-1)?.block_number));
 		expect(receiver.badSignatures).toBe(0);
-	}, 90_000);
+	}, 240_000);
 });

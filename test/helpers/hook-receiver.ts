@@ -37,6 +37,9 @@ export interface HookReceiver {
 	batches: string[][];
 	/** Wait this long after applying a batch before answering (a crash then leaves it unacknowledged). */
 	delayMs: number;
+	/** Deliveries at /in being answered now, and the most at once (one hook's come one at a time). */
+	inFlight: number;
+	maxInFlight: number;
 	/** Take a re-sent item (after a crash: the unacknowledged batch comes again) without counting it out of order. */
 	allowDuplicates: boolean;
 	close(): Promise<void>;
@@ -55,9 +58,18 @@ export async function startHookReceiver(secret: string): Promise<HookReceiver> {
 		allowDuplicates: false,
 		batches: [],
 		delayMs: 0,
+		inFlight: 0,
+		maxInFlight: 0,
 	};
 	let lastId = "";
 	const server: Server = createServer((req, res) => {
+		if (req.url === "/in") {
+			r.inFlight++;
+			r.maxInFlight = Math.max(r.maxInFlight, r.inFlight);
+			res.on("close", () => {
+				r.inFlight--;
+			});
+		}
 		const chunks: Buffer[] = [];
 		req.on("data", (c: Buffer) => chunks.push(c));
 		req.on("end", () => {
