@@ -146,6 +146,8 @@ async function serve(
 		"content-type": "text/event-stream; charset=utf-8",
 		"cache-control": "no-store",
 		"x-content-type-options": "nosniff",
+		// A stream's socket serves nothing after it: closed with it, not left idle for keep-alive.
+		connection: "close",
 		// Proxies that buffer answers (nginx) pass this one through as it comes.
 		"x-accel-buffering": "no",
 	});
