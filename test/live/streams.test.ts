@@ -360,6 +360,13 @@ describe("stream requests", () => {
 			headers: { ...AUTH, accept: "text/event-stream" },
 		});
 		expect(res.statusCode).toBe(200);
+		// The headers every answer has, on a stream too (Fastify's onSend hooks do not run on it).
+		expect(res.headers).toMatchObject({
+			"content-type": "text/event-stream; charset=utf-8",
+			"cache-control": "no-store",
+			"access-control-allow-origin": "*",
+			"x-content-type-options": "nosniff",
+		});
 		const id = /\nid: (\S+)/.exec(res.body)?.[1] ?? "";
 		expect(id).not.toBe("");
 		const other = await ask(`/events?contract=${work.contracts.token20}`, { ...AUTH, "last-event-id": id });
