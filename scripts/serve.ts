@@ -54,6 +54,11 @@ const USAGE = `usage: npm run serve -- [--data-dir data] [--port 8080] [--follow
   ${LAKE_USAGE}
                             with --follow: the Delta Lake export (README "Reading the lake from other engines")
   ${HOOK_USAGE}
+  --stream-poll-ms <n>      how often streams look for new blocks in the lake, in ms (CHAINLAKE_STREAM_POLL_MS; default 250)
+  --stream-heartbeat-ms <n> a stream's head event at least this often, in ms (default 15000)
+  --max-streams <n>         open streams in this process (CHAINLAKE_MAX_STREAMS; default 1000)
+  --max-streams-per-key <n> open streams of one API key (CHAINLAKE_MAX_STREAMS_PER_KEY; default 20)
+  --stream-buffer-kb <n>    unread KiB a stream's reader may hold 30 s before it is dropped (default 1024)
   --sql                     turn on POST /{chain}/v1/sql (CHAINLAKE_SQL=1), with
   --sql-timeout-ms <n>      a statement's time (CHAINLAKE_SQL_TIMEOUT_MS; default the query budget)
   --sql-memory <size>       a statement's memory (CHAINLAKE_SQL_MEMORY; default 512MB)
@@ -90,6 +95,12 @@ const options = {
 	"cache-size": { type: "string", default: "10GB" },
 	"s3-endpoint": { type: "string", default: "" },
 	"publish-to": { type: "string", default: "" },
+	// Streams (README "Live streams").
+	"stream-poll-ms": { type: "string", default: process.env.CHAINLAKE_STREAM_POLL_MS || "250" },
+	"stream-heartbeat-ms": { type: "string", default: "15000" },
+	"max-streams": { type: "string", default: process.env.CHAINLAKE_MAX_STREAMS || "1000" },
+	"max-streams-per-key": { type: "string", default: process.env.CHAINLAKE_MAX_STREAMS_PER_KEY || "20" },
+	"stream-buffer-kb": { type: "string", default: "1024" },
 	// With --follow: the Delta Lake export's settings (README "Reading the lake from other engines").
 	...LAKE_FLAG_OPTIONS,
 	// POST /{chain}/v1/sql: off unless --sql or CHAINLAKE_SQL=1 (README "SQL over HTTP").
@@ -139,6 +150,21 @@ const memoryLimit =
 const threads = Number(values.threads);
 if (!Number.isInteger(threads) || threads < 1 || threads > 256)
 	usageError(`--threads must be a whole number from 1 to 256, got ${values.threads}`);
+/** A whole-number flag from `min` to `max`, or the usage error naming it. */
+const wholeFlag = (flag: string, min: number, max: number): number => {
+	const text = String(values[flag as keyof typeof values]);
+	const n = Number(text);
+	if (!/^\d{1,10}$/.test(text) || n < min || n > max)
+		usageError(`--${flag} must be a whole number from ${min} to ${max}, got ${text}`);
+	return n;
+};
+const live = {
+	pollMs: wholeFlag("stream-poll-ms", 10, 60_000),
+	heartbeatMs: wholeFlag("stream-heartbeat-ms", 100, 15_000),
+	maxStreams: wholeFlag("max-streams", 0, 1_000_000),
+	maxStreamsPerKey: wholeFlag("max-streams-per-key", 0, 1_000_000),
+	bufferBytes: wholeFlag("stream-buffer-kb", 16, 1_048_576) * 1024,
+};
 const sql = userInput(() => {
 	const flags = sqlFlags(values, {
 		timeoutMs: queryTimeoutMs,
@@ -208,6 +234,7 @@ const app = await buildApp({
 	sql,
 	metricsPublic: values["metrics-public"] as boolean,
 	hookPolicy: hooks.policy,
+	live,
 });
 // Webhooks: this process delivers a chain's hooks if no other process over the folder does (hook-delivery.ts).
 const delivery = startHookDelivery(app, {

@@ -25,6 +25,7 @@ import { DEFAULT_ALLOW_HOSTS, type HostPolicy, parseAllowHosts } from "./hooks/d
 import { httpCache } from "./http-cache.js";
 import type { Keyring } from "./keys.js";
 import { createLive, FEED_HEADER, type LiveOptions } from "./live/live-options.js";
+import { streamDocs } from "./live/stream-docs.js";
 import { streamRoutes } from "./live/streams.js";
 import { createMetrics } from "./metrics.js";
 import { paramDocsTransform } from "./params/param-docs.js";
@@ -152,6 +153,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		},
 		// Parameters typed and described (params/param-docs.ts), not as the strings the zod schemas parse.
 		transform: paramDocsTransform,
+		// Streams: text/event-stream beside each list route's other answers (api/live/stream-docs.ts).
+		transformObject: (d) => ("openapiObject" in d ? streamDocs(d.openapiObject) : d.swaggerObject),
 	});
 	await app.register(swaggerUi, { routePrefix: "/docs" });
 	app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());

@@ -334,12 +334,39 @@ describe("stream requests", () => {
 		expect((await ask(token(), {})).statusCode).toBe(401);
 	});
 
+	it("are documented: text/event-stream on every streaming route's 200, with Last-Event-ID", async () => {
+		const doc = (await service.app.inject({ url: "/openapi.json" })).json();
+		type Op = { responses?: Record<string, { content?: Record<string, unknown> }> };
+		const streaming = Object.entries(doc.paths as Record<string, { get?: Op }>).filter(
+			([, m]) => m.get?.responses?.["200"]?.content?.["text/event-stream"] !== undefined,
+		);
+		expect(streaming.map(([p]) => p.replace("/{chain_id}/v1", "")).sort()).toEqual(
+			[
+				"/address/{address}/transfers",
+				"/address/{address}/txs",
+				"/blocks",
+				"/calls",
+				"/contract/{contract}/transfers",
+				"/contracts/creates",
+				"/contracts/self-destructs",
+				"/events",
+			].sort(),
+		);
+	});
+
 	it("refuses a cursor of another query", async () => {
 		const res = await service.app.inject({
 			url: `/eip155-${CHAIN}/v1${token()}?block_number_start=0&block_number_end=30`,
 			headers: { ...AUTH, accept: "text/event-stream" },
 		});
 		expect(res.statusCode).toBe(200);
+		// The headers every answer has, on a stream too (Fastify's onSend hooks do not run on it).
+		expect(res.headers).toMatchObject({
+			"content-type": "text/event-stream; charset=utf-8",
+			"cache-control": "no-store",
+			"access-control-allow-origin": "*",
+			"x-content-type-options": "nosniff",
+		});
 		const id = /\nid: (\S+)/.exec(res.body)?.[1] ?? "";
 		expect(id).not.toBe("");
 		const other = await ask(`/events?contract=${work.contracts.token20}`, { ...AUTH, "last-event-id": id });

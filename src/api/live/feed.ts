@@ -107,9 +107,12 @@ async function planFeed(app: FastifyInstance, req: FeedRequest): Promise<Plan> {
 	};
 }
 
+/** Plans checked by checkFeed, which openFeed takes instead of asking the route again. */
+const checked = new WeakMap<FeedRequest, Plan>();
+
 /** Validates the request (a bad route, parameter or a cursor of another query throws the same ApiError 400 the list route would). */
 export async function checkFeed(app: FastifyInstance, req: FeedRequest): Promise<void> {
-	await planFeed(app, req);
+	checked.set(req, await planFeed(app, req));
 }
 
 const blockOfId = (id: string) => Number.parseInt(id.slice(0, 16), 16);
@@ -120,7 +123,8 @@ export async function* openFeed(
 	req: FeedRequest,
 	signal: AbortSignal,
 ): AsyncGenerator<FeedEvent, void, undefined> {
-	const plan = await planFeed(app, req);
+	const plan = checked.get(req) ?? (await planFeed(app, req));
+	checked.delete(req);
 	const { store, options } = app.live;
 	const watcher = app.live.watcher(req.chain);
 	// Blocks whose hashes prove what the client holds: those it got items from, the block scanned

@@ -1,6 +1,8 @@
+import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { stringifyExact } from "../answers/records.js";
 import { ApiError, badRequest, errorBody } from "../errors.js";
+import { API_CSP, EXPOSED_HEADERS } from "../security-headers.js";
 import { checkFeed, type FeedEvent, type FeedRequest, openFeed } from "./feed.js";
 import { FEED_HEADER } from "./live-options.js";
 
@@ -142,10 +144,20 @@ async function serve(
 	if (socket.destroyed) stop.abort();
 	res.on("close", () => stop.abort());
 	socket.once("close", () => stop.abort());
+	// Taken over from Fastify, which sends no onSend hook's headers: the rate limit's (set on the
+	// reply by now) and security-headers.ts's, written here.
 	res.writeHead(200, {
+		...(reply.getHeaders() as OutgoingHttpHeaders),
+		"access-control-allow-origin": "*",
+		"access-control-expose-headers": EXPOSED_HEADERS.join(", "),
+		"referrer-policy": "no-referrer",
+		"x-frame-options": "DENY",
+		"content-security-policy": API_CSP,
 		"content-type": "text/event-stream; charset=utf-8",
 		"cache-control": "no-store",
 		"x-content-type-options": "nosniff",
+		// A stream's socket serves nothing after it: closed with it, not left idle for keep-alive.
+		connection: "close",
 		// Proxies that buffer answers (nginx) pass this one through as it comes.
 		"x-accel-buffering": "no",
 	});
