@@ -112,7 +112,11 @@ describe("a webhook across a SIGKILL of the delivering process", () => {
 		const [writer, reader] = await Promise.all([serve(true), serve(false)]);
 		// The follower stores the workload's blocks first (a hook on a chain with none is a 503 NO_DATA).
 		for (const p of [writer, reader])
-			for (let i = 0; i < 300 && (await call(p.base, `/${C}/v1/blocks/latest`)).status !== 200; i++) await sleep(50);
+			for (
+				const end = Date.now() + 60_000;
+				Date.now() < end && (await call(p.base, `/${C}/v1/blocks/latest`)).status !== 200;
+			)
+				await sleep(50);
 		// Made through the reader; delivered by whichever process takes the chain's hooks lock first.
 		const made = await call(reader.base, `/${C}/v1/hooks`, {
 			method: "POST",
@@ -125,7 +129,7 @@ describe("a webhook across a SIGKILL of the delivering process", () => {
 		});
 		expect(made.status, JSON.stringify(made.body)).toBe(201);
 		const id = made.body.id as string;
-		for (let i = 0; i < 200 && receiver.batches.length === 0; i++) await sleep(50);
+		for (const end = Date.now() + 60_000; Date.now() < end && receiver.batches.length === 0; ) await sleep(50);
 		expect(receiver.batches.length).toBeGreaterThan(0);
 		const lockPid = () => Number(readFileSync(join(dir, C, "_hooks", "_lock"), "utf8"));
 		const live = { writer, reader };
@@ -135,7 +139,7 @@ describe("a webhook across a SIGKILL of the delivering process", () => {
 			receiver.delayMs = 1500;
 			const held = receiver.batches.length;
 			await pay(7001 + 10 * round);
-			for (let i = 0; i < 200 && receiver.batches.length === held; i++) await sleep(20);
+			for (const end = Date.now() + 30_000; Date.now() < end && receiver.batches.length === held; ) await sleep(20);
 			expect(receiver.batches.length).toBe(held + 1);
 			const role = (
 				[
@@ -161,7 +165,7 @@ describe("a webhook across a SIGKILL of the delivering process", () => {
 
 			let want: Record<string, unknown>[] = [];
 			const last = String(7001 + 10 * round + 3);
-			for (let i = 0; i < 300; i++) {
+			for (const end = Date.now() + 60_000; Date.now() < end; ) {
 				want = await listed(live.writer.base, wallet);
 				if (want.some((t) => t.value === last) && receiver.items.size === want.length) break;
 				await sleep(100);
