@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { acquireWriteLock, DataDirLockedError } from "../../store/files/lock.js";
 import { errorSummary } from "../errors.js";
-import { type HookDef, hooksDir, listHooks, readState, removeState, writeState } from "./hook-files.js";
+import { freshState, type HookDef, hooksDir, listHooks, readState, removeState, writeState } from "./hook-files.js";
 import { type DeliveryOptions, runHook } from "./hook-worker.js";
 
 /*
@@ -64,8 +64,9 @@ export function startHookDelivery(app: FastifyInstance, opts: HookDeliveryOption
 	};
 
 	const pause = async (def: HookDef) => {
-		const state = readState(opts.dataDir, def.chain, def.id);
-		if (!state || state.status === "paused") return;
+		const stored = readState(opts.dataDir, def.chain, def.id);
+		const state = stored && stored.generation === def.generation ? stored : freshState(def);
+		if (state.status === "paused") return;
 		await writeState(opts.dataDir, def.chain, def.id, {
 			...state,
 			status: "paused",
