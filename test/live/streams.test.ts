@@ -37,7 +37,8 @@ let service: { app: FastifyInstance; store: Store; url: string };
 const rpc = (method: string, params: unknown[] = []) => nodeCall(anvil.url, method, params);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 20_000) {
+/** Generous: the machine running the tests may be loaded; every wait returns as soon as it can. */
+async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 60_000) {
 	for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(25)) if (await ok()) return;
 	throw new Error(`timed out waiting for ${what}`);
 }
@@ -205,10 +206,10 @@ beforeAll(async () => {
 		} catch {
 			return false;
 		}
-	});
+	}, 120_000);
 	service = await startService();
 	await stored();
-}, 120_000);
+}, 240_000);
 
 afterAll(async () => {
 	await service?.app.close();
