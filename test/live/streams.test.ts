@@ -123,15 +123,15 @@ function applied(events: SseEvent[]): { block: number; text: string }[] {
 const heads = (r: Reader) => r.events.filter((e) => e.event === "head").map((e) => JSON.parse(e.data));
 
 /**
- * Waits until the stream's last two head events are `tip`: the first comes before the pages of
- * that head, the second (a heartbeat) after them.
+ * Waits until the stream's last head event is `tip` with every item up to it (less its
+ * confirmations) sent: a head event follows the pages it tells of.
  */
 async function caughtUp(r: Reader, tip: { number: number; hash: string }) {
-	const at = (x: { block_number: number; block_hash: string } | undefined) =>
-		x?.block_number === tip.number && x.block_hash === tip.hash;
 	await until(`${r.path} at block ${tip.number} (${r.status()}: ${r.body().slice(-600)})`, () => {
-		const h = heads(r);
-		return at(h.at(-1)) && at(h.at(-2));
+		const x = heads(r).at(-1);
+		return (
+			x?.block_number === tip.number && x.block_hash === tip.hash && x.scanned_through === tip.number - r.confirmations
+		);
 	});
 }
 
@@ -200,13 +200,17 @@ beforeAll(async () => {
 		deleteGraceMs: 1000,
 	});
 	follower.start();
-	await until("the follower's first blocks", async () => {
-		try {
-			return existsSync(join(root, "lake", `eip155-${CHAIN}`, "_manifest.json"));
-		} catch {
-			return false;
-		}
-	}, 120_000);
+	await until(
+		"the follower's first blocks",
+		async () => {
+			try {
+				return existsSync(join(root, "lake", `eip155-${CHAIN}`, "_manifest.json"));
+			} catch {
+				return false;
+			}
+		},
+		120_000,
+	);
 	service = await startService();
 	await stored();
 }, 240_000);
