@@ -382,6 +382,31 @@ describe("stream requests", () => {
 		expect(same.statusCode).toBe(200);
 	});
 
+	it("charges a stream once against the key's rate limit, not each of its pages", async () => {
+		const store = await createStore(join(root, "lake"));
+		const app = await buildApp({
+			store,
+			keyring: createKeyring({ path: join(root, "keys.json"), envKeys: [KEY] }),
+			dataDir: join(root, "lake"),
+			rateLimit: { perSecond: 0.01, burst: 2 },
+			live: { pageItems: 1 },
+		});
+		try {
+			const url = `/eip155-${CHAIN}/v1/blocks?block_number_start=0&block_number_end=20`;
+			const res = await app.inject({ url, headers: { ...AUTH, accept: "text/event-stream" } });
+			expect(res.statusCode).toBe(200);
+			// 21 pages of one block each, all sent; the stream's open took one token, and its headers say so.
+			expect(res.body.match(/event: item/g)?.length).toBe(21);
+			expect(res.body).toContain("event: end");
+			expect(res.headers["x-ratelimit-remaining"]).toBe("1");
+			expect((await app.inject({ url, headers: AUTH })).statusCode).toBe(200);
+			expect((await app.inject({ url, headers: AUTH })).statusCode).toBe(429);
+		} finally {
+			await app.close();
+			store.close();
+		}
+	});
+
 	it("caps open streams per key with a 429, and a closed socket frees everything", async () => {
 		const live = service.app.live;
 		const watcher = live.watcher(`eip155-${CHAIN}`);
