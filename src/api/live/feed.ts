@@ -38,8 +38,11 @@ export type FeedEvent =
 			/** The last block still canonical; drop items above it. */
 			block_hash: string;
 	  }
-	/** Heartbeat, also sent when the stored head moves. */
-	| { type: "head"; block_number: number; block_hash: string }
+	/**
+	 * Heartbeat, also sent when the stored head moves: the stored head, and the last block whose
+	 * items have all been sent (-1 before the first; behind the head by `confirmations` or more).
+	 */
+	| { type: "head"; block_number: number; block_hash: string; scanned_through: number }
 	/** The query's block_number_end reached and delivered. */
 	| { type: "end"; reason: "range_end" };
 
@@ -162,10 +165,13 @@ export async function* openFeed(
 				}
 			}
 			const headHash = (await hashAt(snap, head)) ?? "";
-			if (`${head}:${headHash}` !== lastHead || Date.now() - beatAt >= options.heartbeatMs) {
+			// Sent after the pages of a pass (and between pages when a heartbeat falls due): a head
+			// event tells how far the stream is.
+			const due = () => `${head}:${headHash}` !== lastHead || Date.now() - beatAt >= options.heartbeatMs;
+			const headEvent = (): FeedEvent => {
 				[lastHead, beatAt] = [`${head}:${headHash}`, Date.now()];
-				yield { type: "head", block_number: head, block_hash: headHash };
-			}
+				return { type: "head", block_number: head, block_hash: headHash, scanned_through: next - 1 };
+			};
 
 			// A reorg: the highest block remembered is no longer stored.
 			const top = Math.max(...mem.keys());
@@ -213,9 +219,10 @@ export async function* openFeed(
 						mem.set(bound, h);
 						scanned = bound;
 					}
-				}
+				} else if (Date.now() - beatAt >= options.heartbeatMs) yield headEvent();
 			}
 			if (stale) continue;
+			if (due()) yield headEvent();
 			if (plan.end !== null && next > plan.end) {
 				yield { type: "end", reason: "range_end" };
 				return;

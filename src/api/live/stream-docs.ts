@@ -7,14 +7,14 @@ import { STREAM_ROUTES } from "./streams.js";
  */
 
 const STREAM_TEXT =
-	"With `Accept: text/event-stream`: the same query as Server-Sent Events (docs/api-contract.md §11), every item from the range start in chain order, then each new one as the lake stores its block, until `block_number_end` (or forever). Events: `item` (`id`: a cursor; `data`: the item exactly as the JSON list returns it), `reorg` (`data: {block_number, block_hash}`: drop your items above that block), `head` (the stored head, at least every 15 s), `end`, `error`. A stream takes the route's parameters except offset, order, format and limit, and two of its own: `cursor` (resume after that event id; the Last-Event-ID header wins) and `confirmations` (0 to 64: items only from blocks that deep). 429 STREAM_LIMIT past the open streams a key or the server may have.";
+	"With `Accept: text/event-stream`: the same query as Server-Sent Events (docs/api-contract.md §11), every item from the range start in chain order, then each new one as the lake stores its block, until `block_number_end` (or forever). Events: `item` (`id`: a cursor; `data`: the item exactly as the JSON list returns it), `reorg` (`data: {block_number, block_hash}`: drop your items above that block), `head` (the stored head and the last block whose items were all sent, at least every 15 s), `end`, `error`. A stream takes the route's parameters except offset, order, format and limit, and two of its own: `cursor` (resume after that event id; the Last-Event-ID header wins) and `confirmations` (0 to 64: items only from blocks that deep). 429 STREAM_LIMIT past the open streams a key or the server may have.";
 
 const EXAMPLE = `event: item
 id: eyJ2IjoxLCJxIjoi...
 data: {"id":"0000000000000021-0000-80000000","block_number":33,"...":"..."}
 
 event: head
-data: {"block_number":40,"block_hash":"0x..."}
+data: {"block_number":40,"block_hash":"0x...","scanned_through":40}
 
 `;
 

@@ -40,7 +40,14 @@ function eventText(ev: FeedEvent): string {
 		case "reorg":
 			return sseEvent("reorg", stringifyExact({ block_number: ev.block_number, block_hash: ev.block_hash }), ev.id);
 		case "head":
-			return sseEvent("head", stringifyExact({ block_number: ev.block_number, block_hash: ev.block_hash }));
+			return sseEvent(
+				"head",
+				stringifyExact({
+					block_number: ev.block_number,
+					block_hash: ev.block_hash,
+					scanned_through: ev.scanned_through,
+				}),
+			);
 		case "end":
 			return sseEvent("end", stringifyExact({ reason: ev.reason }));
 	}
