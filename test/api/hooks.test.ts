@@ -83,6 +83,19 @@ async function converged(timeoutMs = 60_000) {
 	return want;
 }
 
+/**
+ * The hook's delivery state once `ok` holds (the receiver applies a batch before it answers, so
+ * the state the deliverer writes after the 2xx can come a moment after the receiver has it).
+ */
+async function stateWhen(id: string, ok: (s: Record<string, unknown>) => boolean) {
+	let state: Record<string, unknown> = {};
+	for (const end = Date.now() + 30_000; Date.now() < end; await sleep(50)) {
+		state = (await inject("GET", `/${C}/v1/hooks/${id}`)).body.delivery;
+		if (ok(state)) break;
+	}
+	return state;
+}
+
 /** The stored head, once the follower has stored the node's. */
 async function stored(): Promise<number> {
 	const head = Number(await rpc("eth_blockNumber"));
@@ -214,7 +227,8 @@ describe("deliveries", () => {
 		const items = await converged();
 		expect(items.length).toBeGreaterThan(5);
 		expect(receiver.badSignatures).toBe(0);
-		const state = (await inject("GET", `/${C}/v1/hooks/${hookId}`)).body.delivery;
+		const last = Number(items.at(-1)?.block_number);
+		const state = await stateWhen(hookId, (st) => st.last_delivered_block === last);
 		expect(state).toMatchObject({ status: "active", attempts: 0, last_error: null });
 		expect(state.last_delivered_block).toBe(Number(items.at(-1)?.block_number));
 		// A forged delivery is told apart: the receiver's check is not a formality.
@@ -266,7 +280,7 @@ describe("deliveries", () => {
 		expect(listedHooks.find((h: { id: string }) => h.id === hookId).delivery.status).toBe("failing");
 		receiver.failing = false;
 		await converged();
-		const after = (await inject("GET", `/${C}/v1/hooks/${hookId}`)).body.delivery;
+		const after = await stateWhen(hookId, (st) => st.status === "active");
 		expect(after).toMatchObject({ status: "active", attempts: 0, failing_since: null, next_attempt_at: null });
 		expect(after.last_error).toBe("HTTP 500 from the destination");
 		expect(receiver.outOfOrder).toEqual([]);
