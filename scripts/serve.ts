@@ -8,6 +8,9 @@
  */
 import { parseArgs } from "node:util";
 import { buildApp } from "../src/api/app.js";
+import { startHookDelivery } from "../src/api/hooks/hook-delivery.js";
+import { HOOK_FLAG_OPTIONS, HOOK_USAGE, hookFlags } from "../src/api/hooks/hook-flags.js";
+import { DEFAULT_DELIVERY } from "../src/api/hooks/hook-worker.js";
 import { createKeyring } from "../src/api/keys.js";
 import { keysPath } from "../src/api/keys-path.js";
 import { parseRateLimit } from "../src/api/rate-limit.js";
@@ -50,6 +53,12 @@ const USAGE = `usage: npm run serve -- [--data-dir data] [--port 8080] [--follow
   --publish-to s3://b/p     with --follow: publish the followed chains to a bucket
   ${LAKE_USAGE}
                             with --follow: the Delta Lake export (README "Reading the lake from other engines")
+  ${HOOK_USAGE}
+  --stream-poll-ms <n>      how often streams look for new blocks in the lake, in ms (CHAINLAKE_STREAM_POLL_MS; default 250)
+  --stream-heartbeat-ms <n> a stream's head event at least this often, in ms (default 15000)
+  --max-streams <n>         open streams in this process (CHAINLAKE_MAX_STREAMS; default 1000)
+  --max-streams-per-key <n> open streams of one API key (CHAINLAKE_MAX_STREAMS_PER_KEY; default 20)
+  --stream-buffer-kb <n>    unread KiB a stream's reader may hold 30 s before it is dropped (default 1024)
   --sql                     turn on POST /{chain}/v1/sql (CHAINLAKE_SQL=1), with
   --sql-timeout-ms <n>      a statement's time (CHAINLAKE_SQL_TIMEOUT_MS; default the query budget)
   --sql-memory <size>       a statement's memory (CHAINLAKE_SQL_MEMORY; default 512MB)
@@ -86,10 +95,18 @@ const options = {
 	"cache-size": { type: "string", default: "10GB" },
 	"s3-endpoint": { type: "string", default: "" },
 	"publish-to": { type: "string", default: "" },
+	// Streams (README "Live streams").
+	"stream-poll-ms": { type: "string", default: process.env.CHAINLAKE_STREAM_POLL_MS || "250" },
+	"stream-heartbeat-ms": { type: "string", default: "15000" },
+	"max-streams": { type: "string", default: process.env.CHAINLAKE_MAX_STREAMS || "1000" },
+	"max-streams-per-key": { type: "string", default: process.env.CHAINLAKE_MAX_STREAMS_PER_KEY || "20" },
+	"stream-buffer-kb": { type: "string", default: "1024" },
 	// With --follow: the Delta Lake export's settings (README "Reading the lake from other engines").
 	...LAKE_FLAG_OPTIONS,
 	// POST /{chain}/v1/sql: off unless --sql or CHAINLAKE_SQL=1 (README "SQL over HTTP").
 	...SQL_FLAG_OPTIONS,
+	// Webhooks: where deliveries may go, their deadline and backoff (README "Webhooks").
+	...HOOK_FLAG_OPTIONS,
 } as const;
 // An unknown flag, or a value that looks like a flag (--rate-limit -1: write --rate-limit=-1): exit 2 with the usage.
 const { values } = parseArgs({ args: argv, options });
@@ -133,6 +150,21 @@ const memoryLimit =
 const threads = Number(values.threads);
 if (!Number.isInteger(threads) || threads < 1 || threads > 256)
 	usageError(`--threads must be a whole number from 1 to 256, got ${values.threads}`);
+/** A whole-number flag from `min` to `max`, or the usage error naming it. */
+const wholeFlag = (flag: string, min: number, max: number): number => {
+	const text = String(values[flag as keyof typeof values]);
+	const n = Number(text);
+	if (!/^\d{1,10}$/.test(text) || n < min || n > max)
+		usageError(`--${flag} must be a whole number from ${min} to ${max}, got ${text}`);
+	return n;
+};
+const live = {
+	pollMs: wholeFlag("stream-poll-ms", 10, 60_000),
+	heartbeatMs: wholeFlag("stream-heartbeat-ms", 100, 15_000),
+	maxStreams: wholeFlag("max-streams", 0, 1_000_000),
+	maxStreamsPerKey: wholeFlag("max-streams-per-key", 0, 1_000_000),
+	bufferBytes: wholeFlag("stream-buffer-kb", 16, 1_048_576) * 1024,
+};
 const sql = userInput(() => {
 	const flags = sqlFlags(values, {
 		timeoutMs: queryTimeoutMs,
@@ -142,6 +174,7 @@ const sql = userInput(() => {
 	if (flags.enabled && dataUrl) throw new Error("--sql needs the lake's folder: it cannot be on with --data-url");
 	return flags;
 });
+const hooks = userInput(() => hookFlags(values));
 // Before anything starts: a damaged key file or a bad CHAINLAKE_API_KEYS entry stops the start (exit 2).
 const keyring = userInput(() =>
 	createKeyring({
@@ -200,6 +233,18 @@ const app = await buildApp({
 	maxResponseBytes: Math.round(maxResponseMb * 1024 * 1024),
 	sql,
 	metricsPublic: values["metrics-public"] as boolean,
+	hookPolicy: hooks.policy,
+	live,
+});
+// Webhooks: this process delivers a chain's hooks if no other process over the folder does (hook-delivery.ts).
+const delivery = startHookDelivery(app, {
+	...DEFAULT_DELIVERY,
+	...hooks,
+	dataDir,
+	chains: () => store.chains(),
+	ownerValid: (owner) => keyring.holds(owner),
+	pollMs: 1000,
+	log: logger,
 });
 const address = await app.listen({ port, host: values.host });
 app.log.info(
@@ -222,6 +267,7 @@ if (keyring.count() === 0)
 onStopSignal(
 	async () => {
 		await follow.stop();
+		await delivery.stop();
 		await publishing?.stop();
 		await app.close();
 		await remote?.stop();

@@ -4,8 +4,12 @@
  * column types, and what it received per token standard. The Python one needs pandas
  * (python3-pandas; .ci/run installs it): without it, that test is skipped and says why.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllowHosts } from "../src/api/hooks/destinations.js";
+import { type HookDelivery, startHookDelivery } from "../src/api/hooks/hook-delivery.js";
+import { DEFAULT_DELIVERY } from "../src/api/hooks/hook-worker.js";
+import { createMemoryLogger } from "../src/util/logger.js";
 import { type ApiFixture, AUTH, startApiOnWorkload, TEST_KEY } from "./helpers/api.js";
 import { REPO_ROOT, runScript } from "./helpers/cli.js";
 
@@ -22,7 +26,7 @@ const python = ["python3", "/usr/bin/python3"]
 	?.stdout.trim();
 
 beforeAll(async () => {
-	f = await startApiOnWorkload({ app: { sql: { enabled: true } } });
+	f = await startApiOnWorkload({ app: { sql: { enabled: true }, hookPolicy: parseAllowHosts("127.0.0.1") } });
 	base = await f.app.listen({ port: 0, host: "127.0.0.1" });
 	address = f.work.accounts.alice.toLowerCase();
 	const items: Record<string, unknown>[] = [];
@@ -46,6 +50,8 @@ beforeAll(async () => {
 	expect(received.size).toBeGreaterThan(1);
 }, 120_000);
 afterAll(async () => {
+	await delivery?.stop();
+	for (const c of receivers) c.kill("SIGTERM");
 	await f?.close();
 });
 
@@ -87,4 +93,97 @@ describe("examples/", () => {
 			check(stdout, /types: block_number int64, value object/);
 		},
 	);
+});
+
+let delivery: HookDelivery | undefined;
+const receivers: ChildProcess[] = [];
+
+/** Starts a receiver of examples/ on a free port; its output so far, and its URL once it listens. */
+function startReceiver(command: string, args: string[]) {
+	const child = spawn(command, args, { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+	receivers.push(child);
+	const out = { text: "", err: "" };
+	child.stdout.on("data", (c) => {
+		out.text += c;
+	});
+	child.stderr.on("data", (c) => {
+		out.err += c;
+	});
+	const url = new Promise<string>((resolve, reject) => {
+		child.stdout.on("data", () => {
+			const m = /listening on (\d+)/.exec(out.text);
+			if (m) resolve(`http://127.0.0.1:${m[1]}/hooks`);
+		});
+		child.on("exit", (code) => reject(new Error(`receiver exited with ${code}: ${out.err}`)));
+	});
+	return { out, url };
+}
+
+describe("examples/ webhooks: hook-create.sh, then a receiver that checks signatures", () => {
+	const secret = "example-secret-0123456789";
+	/** What the hook of hook-create.sh must deliver: the wallet's native and ERC-20 transfers 2 blocks deep. */
+	const expectedIds = async () => {
+		const r = await f.get(
+			`/${f.chain}/v1/address/${address}/transfers?asset_type=native,ft&block_number_start=0&block_number_end=-2&limit=1000`,
+		);
+		return (r.body.items ?? []).map((t) => String(t.id));
+	};
+
+	beforeAll(() => {
+		// The served folder's hooks, delivered by this process (as serve does); every owner valid here.
+		delivery = startHookDelivery(f.app, {
+			...DEFAULT_DELIVERY,
+			policy: parseAllowHosts("127.0.0.1"),
+			dataDir: f.dataDir,
+			chains: () => f.store.chains(),
+			ownerValid: () => true,
+			pollMs: 100,
+			log: createMemoryLogger(),
+		});
+	});
+
+	it.each([
+		["hook-receiver.mjs (Node)", process.execPath, ["examples/hook-receiver.mjs"]],
+		["hook_receiver.py (Python, standard library only)", "python3", ["examples/hook_receiver.py"]],
+	])("%s gets every item, and refuses a forged delivery", async (_name, command, script) => {
+		const { out, url } = startReceiver(command, [...script, "--port", "0", "--secret", secret]);
+		const receiver = await url;
+		// Not spawnSync: the API answering curl runs in this process.
+		const curl = spawn("sh", ["examples/hook-create.sh"], {
+			cwd: REPO_ROOT,
+			env: {
+				...process.env,
+				BASE: base,
+				KEY: TEST_KEY,
+				CHAIN: f.chain,
+				WALLET: address,
+				RECEIVER: receiver,
+				SECRET: secret,
+			},
+		});
+		const made = { stdout: "", stderr: "", status: null as number | null };
+		curl.stdout.on("data", (c) => {
+			made.stdout += c;
+		});
+		curl.stderr.on("data", (c) => {
+			made.stderr += c;
+		});
+		made.status = await new Promise((resolve) => curl.on("close", resolve));
+		expect(made.status, made.stdout + made.stderr).toBe(0);
+		expect(JSON.parse(made.stdout)).toMatchObject({ url: receiver, confirmations: 2 });
+		const want = await expectedIds();
+		expect(want.length).toBeGreaterThan(0);
+		const got = () => [...out.text.matchAll(/^item (\S+) block \d+$/gm)].map((m) => m[1]);
+		for (let i = 0; i < 200 && got().length < want.length; i++) await new Promise((r) => setTimeout(r, 50));
+		expect(got()).toEqual(want);
+		const forged = await fetch(receiver, {
+			method: "POST",
+			headers: { "x-chainlake-timestamp": String(Math.floor(Date.now() / 1000)), "x-chainlake-signature": "sha256=00" },
+			body: "{}",
+		});
+		expect(forged.status).toBe(401);
+		// Its line may reach this process just after the answer.
+		for (let i = 0; i < 40 && !out.text.includes("refused"); i++) await new Promise((r) => setTimeout(r, 50));
+		expect(out.text).toContain("refused: bad signature");
+	});
 });

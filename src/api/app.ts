@@ -18,11 +18,15 @@ import { UnavailableError } from "../query/unavailable-error.js";
 import type { RemoteStatus } from "../remote/remote-lake.js";
 import { stringifyExact } from "./answers/records.js";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./answers/send-list.js";
-import { authenticate } from "./auth.js";
+import { authenticate, HOOK_OWNER_HEADER, hookOwnerIdentity } from "./auth.js";
 import { clientErrorHandler } from "./client-errors.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
+import { DEFAULT_ALLOW_HOSTS, type HostPolicy, parseAllowHosts } from "./hooks/destinations.js";
 import { httpCache } from "./http-cache.js";
 import type { Keyring } from "./keys.js";
+import { createLive, FEED_HEADER, type LiveOptions } from "./live/live-options.js";
+import { streamDocs } from "./live/stream-docs.js";
+import { streamRoutes } from "./live/streams.js";
 import { createMetrics } from "./metrics.js";
 import { paramDocsTransform } from "./params/param-docs.js";
 import { createRateLimiter, enforceRateLimit, type RateLimitOptions } from "./rate-limit.js";
@@ -33,6 +37,7 @@ import { callRoutes } from "./routes/calls.js";
 import { contractRoutes } from "./routes/contracts.js";
 import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
+import { hookRoutes } from "./routes/hooks.js";
 import { nftRoutes } from "./routes/nfts.js";
 import { sqlRoutes } from "./routes/sql.js";
 import { txRoutes } from "./routes/txs.js";
@@ -66,6 +71,10 @@ export interface AppOptions {
 	 * errors) are for the operator; the writer's status port serves them without a key.
 	 */
 	metricsPublic?: boolean;
+	/** Where webhook deliveries may go (serve --hook-allow-hosts); default: public hosts only. */
+	hookPolicy?: HostPolicy;
+	/** Streams' settings (api/live/live-options.ts): head poll, heartbeat, caps. */
+	live?: Partial<LiveOptions>;
 }
 
 declare module "fastify" {
@@ -117,6 +126,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	};
 	app.decorateRequest("caller", "");
 	app.decorate("maxResponseBytes", opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+	const live = createLive(opts.store, opts.live);
+	app.decorate("live", live);
+	app.addHook("onClose", async () => live.close());
+	// A feed's own page requests (api/live/list-pages.ts), known by this process's secret.
+	const fromFeed = (req: { headers: Record<string, unknown> }) => req.headers[FEED_HEADER] === live.token;
 	// First, so every route registered below (docs included) inherits the headers hook.
 	securityHeaders(app, base);
 
@@ -139,6 +153,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 		},
 		// Parameters typed and described (params/param-docs.ts), not as the strings the zod schemas parse.
 		transform: paramDocsTransform,
+		// Streams: text/event-stream beside each list route's other answers (api/live/stream-docs.ts).
+		transformObject: (d) => ("openapiObject" in d ? streamDocs(d.openapiObject) : d.swaggerObject),
 	});
 	await app.register(swaggerUi, { routePrefix: "/docs" });
 	app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
@@ -150,16 +166,26 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	// valid key never touches anyone's bucket.
 	app.addHook("onRequest", async (req, reply) => {
 		if (!req.routeOptions.url?.includes("/:chain_id/v1/") || req.method === "OPTIONS") return;
-		const identity = authenticate(ctx.keyring, req.headers.authorization);
+		// A webhook's feed asks as the hook's owner (auth.ts HOOK_OWNER_HEADER), only with the feed's token.
+		const owner = req.headers[HOOK_OWNER_HEADER];
+		const identity =
+			typeof owner === "string" && fromFeed(req)
+				? hookOwnerIdentity(ctx.keyring, owner)
+				: authenticate(ctx.keyring, req.headers.authorization);
 		req.caller = identity;
-		if (limiter) enforceRateLimit(limiter, identity, reply);
+		// A stream was charged once, when it opened; its pages are not requests of the client's.
+		if (limiter && !fromFeed(req)) enforceRateLimit(limiter, identity, reply);
 	});
+
+	// Streams (Accept: text/event-stream on a list route), once the key is known.
+	streamRoutes(app, base);
 
 	// ETag, If-None-Match and Cache-Control on the data routes (after the key check above).
 	httpCache(app, ctx);
 
 	app.addHook("onResponse", async (req, reply) => {
 		metrics.observe(req.routeOptions.url ?? "unmatched", reply.elapsedTime / 1000);
+		if (fromFeed(req)) return;
 		req.log.info(
 			{
 				method: req.method,
@@ -213,6 +239,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			const message = `the body was refused (${fe.message.toLowerCase()}): send one SQL statement of at most ${sqlLimits.maxLength} characters as text/plain, or as JSON {"sql": "..."}`;
 			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "INVALID_BODY", message));
 		}
+		if (
+			fe.code?.startsWith("FST_ERR_CTP_") &&
+			fe.statusCode &&
+			fe.statusCode < 500 &&
+			req.routeOptions.url?.includes("/:chain_id/v1/hooks")
+		) {
+			const message = `the body was refused (${fe.message.toLowerCase()}): send the hook as JSON (content-type: application/json), as /docs shows`;
+			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "INVALID_BODY", message));
+		}
 		if (fe.code?.startsWith("FST_ERR_CTP_") && fe.statusCode && fe.statusCode < 500) {
 			const message = `this API takes no request body (${fe.message.toLowerCase()}): send GET requests, with every parameter in the query string; see /docs`;
 			return reply.code(fe.statusCode).send(errorBody(fe.statusCode, "BODY_NOT_ACCEPTED", message));
@@ -251,6 +286,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 			balancesRoutes(scoped, ctx);
 			nftRoutes(scoped, ctx);
 			sqlRoutes(scoped, ctx, { enabled: opts.sql?.enabled ?? false, limits: sqlLimits });
+			hookRoutes(scoped, ctx, { policy: opts.hookPolicy ?? parseAllowHosts(DEFAULT_ALLOW_HOSTS), basePath: base });
 		},
 		{ prefix: base },
 	);

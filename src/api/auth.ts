@@ -47,3 +47,18 @@ export function authenticate(keyring: Keyring, header: string | undefined): stri
 		throw new ApiError(401, "INVALID_API_KEY", "unknown or revoked API key: create one with npm run keys -- create");
 	return checked.hash.toString("hex");
 }
+
+/**
+ * The header a webhook's feed asks the list route with: the hook owner's key hash, taken in place
+ * of a key only beside the feed's own process token (app.ts; live/live-options.ts FEED_HEADER), as
+ * the owner's key itself is never stored. A client sending it gains nothing: without the token it
+ * is ignored.
+ */
+export const HOOK_OWNER_HEADER = "x-chainlake-hook-owner";
+
+/** A webhook delivery's identity: its owner's key hash, while that key is valid. */
+export function hookOwnerIdentity(keyring: Keyring, owner: string): string {
+	if (!keyring.holds(owner))
+		throw new ApiError(401, "INVALID_API_KEY", "the API key that made this webhook is revoked or unknown");
+	return owner;
+}

@@ -189,6 +189,13 @@ export function createKeyring(opts: { path: string; envKeys?: string[]; log?: Pi
 			return why !== null ? { unavailable: why } : { hash: known(key()) };
 		},
 		unavailable,
+		/** Whether the key of this SHA-256 (hex) is valid now (a webhook's owner: its hooks pause once it is revoked). */
+		holds(hashHex: string): boolean {
+			refresh();
+			if (damaged || !/^[0-9a-f]{64}$/.test(hashHex)) return false;
+			const h = Buffer.from(hashHex, "hex");
+			return [...envHashes, ...fileHashes].some((c) => c.equals(h));
+		},
 		count(): number {
 			refresh();
 			return envHashes.length + fileHashes.length;

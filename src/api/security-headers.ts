@@ -65,7 +65,8 @@ export function securityHeaders(app: FastifyInstance, basePath: string) {
 				.code(204)
 				.header("Allow", "GET, HEAD, OPTIONS")
 				.header("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-				.header("Access-Control-Allow-Headers", "Authorization, Accept")
+				// Last-Event-ID: a stream's client resuming (api/live/streams.ts).
+				.header("Access-Control-Allow-Headers", "Authorization, Accept, Last-Event-ID")
 				// Ten minutes: browsers reuse the answer instead of preflighting every request.
 				.header("Access-Control-Max-Age", "600")
 				.send(),

@@ -21,6 +21,9 @@ const s = (ms: number) => `${Math.ceil(ms / 1000)}s`;
  *   in the service's 503 with its error body rather than in HAProxy's 504, and idle connections
  *   to a process are closed by HAProxy before the process closes them (no request sent on a
  *   connection being closed);
+ * - streams (api/live/streams.ts) pass as long answers: their heartbeats (15 s at most) keep
+ *   them within the inactivity timeouts; a stream cut by a process going away is resumed by its
+ *   client on another one with Last-Event-ID (cursors are self-contained);
  * - retries on another process: a connection refused (a process stopped or restarting) for any
  *   request, and for GET and HEAD (every data route: they only read) a process that died with the
  *   request in flight (its connection closed with no answer), which was a 502 (issue 27). Not a
@@ -44,6 +47,10 @@ defaults
     timeout server ${s(t.handlerMs + 5_000)}
     # Below the service's keep-alive (${s(t.keepAliveMs)}): HAProxy closes idle connections first.
     timeout http-keep-alive ${s(t.keepAliveMs - 5_000)}
+    # Streams (Server-Sent Events) stay open for hours: their head events every 15 s or less keep
+    # them inside the client and server inactivity timeouts above; a connection HAProxy sees as a
+    # tunnel (an upgrade) gets an hour of silence.
+    timeout tunnel 1h
     # A process that refuses the connection (stopped, restarting), or closes it with no answer
     # (killed with the request in flight): the request goes to another process. \`redispatch 1\`:
     # every retry picks a process again, past the one that failed (the key's hash would pick it).
