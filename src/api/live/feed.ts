@@ -110,12 +110,16 @@ async function planFeed(app: FastifyInstance, req: FeedRequest): Promise<Plan> {
 	};
 }
 
-/** Plans checked by checkFeed, which openFeed takes instead of asking the route again. */
-const checked = new WeakMap<FeedRequest, Plan>();
+/**
+ * Plans checked by checkFeed, which openFeed takes instead of asking the route again, as long as
+ * the request still says the same (a caller may change its cursor in between).
+ */
+const checked = new WeakMap<FeedRequest, { said: string; plan: Plan }>();
+const saying = (r: FeedRequest) => JSON.stringify([r.chain, r.path, r.query, r.headers, r.cursor, r.confirmations]);
 
 /** Validates the request (a bad route, parameter or a cursor of another query throws the same ApiError 400 the list route would). */
 export async function checkFeed(app: FastifyInstance, req: FeedRequest): Promise<void> {
-	checked.set(req, await planFeed(app, req));
+	checked.set(req, { said: saying(req), plan: await planFeed(app, req) });
 }
 
 const blockOfId = (id: string) => Number.parseInt(id.slice(0, 16), 16);
@@ -126,8 +130,9 @@ export async function* openFeed(
 	req: FeedRequest,
 	signal: AbortSignal,
 ): AsyncGenerator<FeedEvent, void, undefined> {
-	const plan = checked.get(req) ?? (await planFeed(app, req));
+	const early = checked.get(req);
 	checked.delete(req);
+	const plan = early && early.said === saying(req) ? early.plan : await planFeed(app, req);
 	const { store, options } = app.live;
 	const watcher = app.live.watcher(req.chain);
 	// Blocks whose hashes prove what the client holds: those it got items from, the block scanned
