@@ -413,6 +413,8 @@ describe("stream requests", () => {
 		await until("no stream open", () => live.open.total === 0);
 		const mine = Array.from({ length: 6 }, () => open(token(), "block_number_start=0"));
 		await until("six streams open", () => live.open.total === 6 && mine.every((r) => r.events.length > 0));
+		const metrics = await service.app.inject({ url: "/metrics", headers: AUTH });
+		expect(metrics.body).toMatch(/^chainlake_streams_open 6$/m);
 		const refused = await ask(`${token()}?block_number_start=0&block_number_end=1`);
 		expect(refused.statusCode).toBe(429);
 		expect(refused.json()).toMatchObject({ code: "STREAM_LIMIT", message: expect.stringMatching(/6 streams open/) });
