@@ -407,6 +407,31 @@ describe("stream requests", () => {
 		}
 	});
 
+	it("outlives the handler deadline and the idle timeout of ordinary requests", async () => {
+		const store = await createStore(join(root, "lake"));
+		const app = await buildApp({
+			store,
+			keyring: createKeyring({ path: join(root, "keys.json"), envKeys: [KEY] }),
+			dataDir: join(root, "lake"),
+			timeouts: { handlerMs: 500, idleMs: 1000 },
+			live: { heartbeatMs: 200 },
+		});
+		await app.listen({ port: 0, host: "127.0.0.1" });
+		const { port } = app.server.address() as AddressInfo;
+		const s = openSse(`http://127.0.0.1:${port}/eip155-${CHAIN}/v1/blocks?block_number_start=-2`, AUTH);
+		try {
+			await sleep(2500);
+			const events = s.events.map((e) => e.event);
+			expect(events.filter((e) => e === "head").length).toBeGreaterThanOrEqual(5);
+			expect(events).not.toContain("error");
+			expect(s.status()).toBe(200);
+		} finally {
+			s.close();
+			await app.close();
+			store.close();
+		}
+	});
+
 	it("caps open streams per key with a 429, and a closed socket frees everything", async () => {
 		const live = service.app.live;
 		const watcher = live.watcher(`eip155-${CHAIN}`);

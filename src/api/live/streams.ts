@@ -174,7 +174,7 @@ async function serve(
 	try {
 		for await (const ev of openFeed(app, feed, stop.signal)) {
 			res.write(eventText(ev));
-			if (res.writableLength > bufferBytes && !(await drained(res, SLOW_READER_MS, stop.signal))) {
+			if (res.writableLength > bufferBytes && !(await drained(res, bufferBytes, SLOW_READER_MS, stop.signal))) {
 				if (stop.signal.aborted) return;
 				const message = `this stream's reader left more than ${Math.round(bufferBytes / 1024)} KiB unread for ${SLOW_READER_MS / 1000} s: reconnect with the last event's id (Last-Event-ID) and read faster`;
 				res.write(sseEvent("error", stringifyExact(errorBody(429, "SLOW_READER", message))));
@@ -202,18 +202,26 @@ async function serve(
 	}
 }
 
-/** Whether `res` drains within `ms` (false also when the client goes). */
-function drained(res: NodeJS.WritableStream, ms: number, signal: AbortSignal): Promise<boolean> {
+/** Whether `res` holds at most `bytes` unread again within `ms` (false also when the client goes). */
+function drained(
+	res: NodeJS.WritableStream & { writableLength: number },
+	bytes: number,
+	ms: number,
+	signal: AbortSignal,
+): Promise<boolean> {
 	return new Promise((resolve) => {
 		const done = (ok: boolean) => {
 			clearTimeout(t);
+			clearInterval(check);
 			res.off("drain", onDrain);
 			signal.removeEventListener("abort", onAbort);
 			resolve(ok);
 		};
-		const onDrain = () => done(true);
+		// 'drain' comes only after a write that filled the stream's own buffer: look now and then too.
+		const onDrain = () => res.writableLength <= bytes && done(true);
 		const onAbort = () => done(false);
 		const t = setTimeout(() => done(false), ms);
+		const check = setInterval(onDrain, 100);
 		res.on("drain", onDrain);
 		signal.addEventListener("abort", onAbort, { once: true });
 	});
