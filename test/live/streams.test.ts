@@ -407,6 +407,28 @@ describe("stream requests", () => {
 		}
 	});
 
+	it("asks for smaller pages where the route finds a page too large for one answer", async () => {
+		const store = await createStore(join(root, "lake"));
+		const app = await buildApp({
+			store,
+			keyring: createKeyring({ path: join(root, "keys.json"), envKeys: [KEY] }),
+			dataDir: join(root, "lake"),
+			// One block's item fits, two do not (a block is about 2.6 KB of JSON here).
+			maxResponseBytes: 4000,
+			live: { pageItems: 100 },
+		});
+		try {
+			const url = `/eip155-${CHAIN}/v1/blocks?block_number_start=0&block_number_end=10`;
+			expect((await app.inject({ url: `${url}&limit=100`, headers: AUTH })).json().code).toBe("RESPONSE_TOO_LARGE");
+			const res = await app.inject({ url, headers: { ...AUTH, accept: "text/event-stream" } });
+			expect(res.body.match(/event: item/g)?.length).toBe(11);
+			expect(res.body).toContain("event: end");
+		} finally {
+			await app.close();
+			store.close();
+		}
+	});
+
 	it("outlives the handler deadline and the idle timeout of ordinary requests", async () => {
 		const store = await createStore(join(root, "lake"));
 		const app = await buildApp({

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
-import { badRequest } from "../errors.js";
+import { ApiError, badRequest } from "../errors.js";
 import { hashAt, sameHash } from "./block-hashes.js";
 import { type Cursor, decodeCursor, encodeCursor, type Proof, queryHash } from "./cursor.js";
-import { isBlocksRoute, listPage, type PageAsk } from "./list-pages.js";
+import { isBlocksRoute, type ListPage, listPage, type PageAsk } from "./list-pages.js";
 
 /*
  * The live feed: a list query's items in chain order from its range start (or a cursor), then
@@ -197,7 +197,7 @@ export async function* openFeed(
 			const bound = Math.min(plan.end ?? Number.POSITIVE_INFINITY, head - req.confirmations);
 			let stale = false;
 			while (next <= bound && !signal.aborted) {
-				const page = await listPage(app, plan.ask, { range: [next, bound], after, limit: options.pageItems });
+				const page = await pageOf(app, plan.ask, [next, bound], after, options.pageItems);
 				if (!(await unchanged(app, req.chain, snap, gen, bound))) {
 					stale = true;
 					break;
@@ -236,6 +236,23 @@ export async function* openFeed(
 			if (prune(mem, store.state(req.chain)?.final ?? null) === scanned) scanned = null;
 		}
 		await watcher.wait(seen, Math.max(1, options.heartbeatMs - (Date.now() - beatAt)), signal);
+	}
+}
+
+/** A page of up to `limit` items, fewer when the route finds that many too large for one answer. */
+async function pageOf(
+	app: FastifyInstance,
+	ask: PageAsk,
+	range: [number, number],
+	after: string | null,
+	limit: number,
+): Promise<ListPage> {
+	for (let n = limit; ; n = Math.ceil(n / 2)) {
+		try {
+			return await listPage(app, ask, { range, after, limit: n });
+		} catch (err) {
+			if (!(err instanceof ApiError && err.code === "RESPONSE_TOO_LARGE" && n > 1)) throw err;
+		}
 	}
 }
 
