@@ -111,7 +111,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	});
 	app.setValidatorCompiler(validatorCompiler);
 	app.setReplySerializer((payload) => stringifyExact(payload));
-	const metrics = createMetrics();
+	const live = createLive(opts.store, opts.live);
+	const metrics = createMetrics({ streamsOpen: () => live.open.total });
 	const base = opts.basePath ?? "";
 	const limiter = opts.rateLimit && opts.rateLimit.perSecond > 0 ? createRateLimiter(opts.rateLimit) : null;
 	const ctx = {
@@ -126,7 +127,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	};
 	app.decorateRequest("caller", "");
 	app.decorate("maxResponseBytes", opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
-	const live = createLive(opts.store, opts.live);
 	app.decorate("live", live);
 	app.addHook("onClose", async () => live.close());
 	// A feed's own page requests (api/live/list-pages.ts), known by this process's secret.

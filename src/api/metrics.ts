@@ -13,7 +13,8 @@ type Heads = Map<string, { block: number; timestamp: number | null } | null>;
  * and each chain's head and follower figures, read at every scrape from what `render` is given.
  * One registry per app, so several apps in one process (tests) each report their own.
  */
-export function createMetrics() {
+/** `streamsOpen`: the API's open streams (api/live/streams.ts), for its gauge. */
+export function createMetrics(opts: { streamsOpen?: () => number } = {}) {
 	const registry = new Registry();
 	collectDefaultMetrics({ register: registry });
 	let followers = new Map<string, FollowSource>();
@@ -111,6 +112,16 @@ export function createMetrics() {
 			),
 		["chain", "kind"],
 	);
+	if (opts.streamsOpen) {
+		const open = opts.streamsOpen;
+		figure(
+			"gauge",
+			"chainlake_streams_open",
+			"Streams (Server-Sent Events) open in this process.",
+			() => [[{}, open()]],
+			[],
+		);
+	}
 	return {
 		observe(route: string, seconds: number) {
 			latency.observe({ route }, seconds);

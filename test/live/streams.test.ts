@@ -407,12 +407,61 @@ describe("stream requests", () => {
 		}
 	});
 
+	it("asks for smaller pages where the route finds a page too large for one answer", async () => {
+		const store = await createStore(join(root, "lake"));
+		const app = await buildApp({
+			store,
+			keyring: createKeyring({ path: join(root, "keys.json"), envKeys: [KEY] }),
+			dataDir: join(root, "lake"),
+			// One block's item fits, two do not (a block is about 2.6 KB of JSON here).
+			maxResponseBytes: 4000,
+			live: { pageItems: 100 },
+		});
+		try {
+			const url = `/eip155-${CHAIN}/v1/blocks?block_number_start=0&block_number_end=10`;
+			expect((await app.inject({ url: `${url}&limit=100`, headers: AUTH })).json().code).toBe("RESPONSE_TOO_LARGE");
+			const res = await app.inject({ url, headers: { ...AUTH, accept: "text/event-stream" } });
+			expect(res.body.match(/event: item/g)?.length).toBe(11);
+			expect(res.body).toContain("event: end");
+		} finally {
+			await app.close();
+			store.close();
+		}
+	});
+
+	it("outlives the handler deadline and the idle timeout of ordinary requests", async () => {
+		const store = await createStore(join(root, "lake"));
+		const app = await buildApp({
+			store,
+			keyring: createKeyring({ path: join(root, "keys.json"), envKeys: [KEY] }),
+			dataDir: join(root, "lake"),
+			timeouts: { handlerMs: 500, idleMs: 1000 },
+			live: { heartbeatMs: 200 },
+		});
+		await app.listen({ port: 0, host: "127.0.0.1" });
+		const { port } = app.server.address() as AddressInfo;
+		const s = openSse(`http://127.0.0.1:${port}/eip155-${CHAIN}/v1/blocks?block_number_start=-2`, AUTH);
+		try {
+			await sleep(2500);
+			const events = s.events.map((e) => e.event);
+			expect(events.filter((e) => e === "head").length).toBeGreaterThanOrEqual(5);
+			expect(events).not.toContain("error");
+			expect(s.status()).toBe(200);
+		} finally {
+			s.close();
+			await app.close();
+			store.close();
+		}
+	});
+
 	it("caps open streams per key with a 429, and a closed socket frees everything", async () => {
 		const live = service.app.live;
 		const watcher = live.watcher(`eip155-${CHAIN}`);
 		await until("no stream open", () => live.open.total === 0);
 		const mine = Array.from({ length: 6 }, () => open(token(), "block_number_start=0"));
 		await until("six streams open", () => live.open.total === 6 && mine.every((r) => r.events.length > 0));
+		const metrics = await service.app.inject({ url: "/metrics", headers: AUTH });
+		expect(metrics.body).toMatch(/^chainlake_streams_open 6$/m);
 		const refused = await ask(`${token()}?block_number_start=0&block_number_end=1`);
 		expect(refused.statusCode).toBe(429);
 		expect(refused.json()).toMatchObject({ code: "STREAM_LIMIT", message: expect.stringMatching(/6 streams open/) });

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
-import { badRequest } from "../errors.js";
+import { ApiError, badRequest } from "../errors.js";
 import { hashAt, sameHash } from "./block-hashes.js";
 import { type Cursor, decodeCursor, encodeCursor, type Proof, queryHash } from "./cursor.js";
-import { isBlocksRoute, listPage, type PageAsk } from "./list-pages.js";
+import { isBlocksRoute, type ListPage, listPage, type PageAsk } from "./list-pages.js";
 
 /*
  * The live feed: a list query's items in chain order from its range start (or a cursor), then
@@ -110,12 +110,16 @@ async function planFeed(app: FastifyInstance, req: FeedRequest): Promise<Plan> {
 	};
 }
 
-/** Plans checked by checkFeed, which openFeed takes instead of asking the route again. */
-const checked = new WeakMap<FeedRequest, Plan>();
+/**
+ * Plans checked by checkFeed, which openFeed takes instead of asking the route again, as long as
+ * the request still says the same (a caller may change its cursor in between).
+ */
+const checked = new WeakMap<FeedRequest, { said: string; plan: Plan }>();
+const saying = (r: FeedRequest) => JSON.stringify([r.chain, r.path, r.query, r.headers, r.cursor, r.confirmations]);
 
 /** Validates the request (a bad route, parameter or a cursor of another query throws the same ApiError 400 the list route would). */
 export async function checkFeed(app: FastifyInstance, req: FeedRequest): Promise<void> {
-	checked.set(req, await planFeed(app, req));
+	checked.set(req, { said: saying(req), plan: await planFeed(app, req) });
 }
 
 const blockOfId = (id: string) => Number.parseInt(id.slice(0, 16), 16);
@@ -126,8 +130,9 @@ export async function* openFeed(
 	req: FeedRequest,
 	signal: AbortSignal,
 ): AsyncGenerator<FeedEvent, void, undefined> {
-	const plan = checked.get(req) ?? (await planFeed(app, req));
+	const early = checked.get(req);
 	checked.delete(req);
+	const plan = early && early.said === saying(req) ? early.plan : await planFeed(app, req);
 	const { store, options } = app.live;
 	const watcher = app.live.watcher(req.chain);
 	// Blocks whose hashes prove what the client holds: those it got items from, the block scanned
@@ -192,7 +197,7 @@ export async function* openFeed(
 			const bound = Math.min(plan.end ?? Number.POSITIVE_INFINITY, head - req.confirmations);
 			let stale = false;
 			while (next <= bound && !signal.aborted) {
-				const page = await listPage(app, plan.ask, { range: [next, bound], after, limit: options.pageItems });
+				const page = await pageOf(app, plan.ask, [next, bound], after, options.pageItems);
 				if (!(await unchanged(app, req.chain, snap, gen, bound))) {
 					stale = true;
 					break;
@@ -231,6 +236,23 @@ export async function* openFeed(
 			if (prune(mem, store.state(req.chain)?.final ?? null) === scanned) scanned = null;
 		}
 		await watcher.wait(seen, Math.max(1, options.heartbeatMs - (Date.now() - beatAt)), signal);
+	}
+}
+
+/** A page of up to `limit` items, fewer when the route finds that many too large for one answer. */
+async function pageOf(
+	app: FastifyInstance,
+	ask: PageAsk,
+	range: [number, number],
+	after: string | null,
+	limit: number,
+): Promise<ListPage> {
+	for (let n = limit; ; n = Math.ceil(n / 2)) {
+		try {
+			return await listPage(app, ask, { range, after, limit: n });
+		} catch (err) {
+			if (!(err instanceof ApiError && err.code === "RESPONSE_TOO_LARGE" && n > 1)) throw err;
+		}
 	}
 }
 

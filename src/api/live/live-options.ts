@@ -16,8 +16,10 @@ export interface LiveOptions {
 	maxStreams: number;
 	/** Open streams of one API key; one more is a 429 STREAM_LIMIT. */
 	maxStreamsPerKey: number;
-	/** Bytes a reader may leave unread in its socket's buffer (past SLOW_READER_MS, it is dropped). */
+	/** Bytes a reader may leave unread in its socket's buffer (for slowReaderMs; then it is dropped). */
 	bufferBytes: number;
+	/** How long a reader may keep more than bufferBytes unread. */
+	slowReaderMs: number;
 	/** Items a feed asks the list route for at a time. */
 	pageItems: number;
 }
@@ -28,6 +30,7 @@ export const DEFAULT_LIVE: LiveOptions = {
 	maxStreams: 1000,
 	maxStreamsPerKey: 20,
 	bufferBytes: 1024 * 1024,
+	slowReaderMs: 30_000,
 	pageItems: 500,
 };
 

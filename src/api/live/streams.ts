@@ -3,8 +3,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { stringifyExact } from "../answers/records.js";
 import { ApiError, badRequest, errorBody } from "../errors.js";
 import { API_CSP, EXPOSED_HEADERS } from "../security-headers.js";
-import { checkFeed, type FeedEvent, type FeedRequest, openFeed } from "./feed.js";
+import { checkFeed, type FeedRequest, openFeed } from "./feed.js";
 import { FEED_HEADER } from "./live-options.js";
+import { sseEvent, writeEvents } from "./sse-writer.js";
 
 /*
  * Every list route as Server-Sent Events, when asked with `Accept: text/event-stream`: the
@@ -24,34 +25,6 @@ export const STREAM_ROUTES = [
 	"/:chain_id/v1/events",
 	"/:chain_id/v1/calls",
 ];
-
-/** How long a reader may keep more than bufferBytes unread before it is dropped. */
-export const SLOW_READER_MS = 30_000;
-
-/** One SSE event's text (data is one line: the JSON writers here never write a newline). */
-export function sseEvent(event: string, data: string, id?: string): string {
-	return `event: ${event}\n${id ? `id: ${id}\n` : ""}data: ${data}\n\n`;
-}
-
-function eventText(ev: FeedEvent): string {
-	switch (ev.type) {
-		case "item":
-			return sseEvent("item", ev.text, ev.id);
-		case "reorg":
-			return sseEvent("reorg", stringifyExact({ block_number: ev.block_number, block_hash: ev.block_hash }), ev.id);
-		case "head":
-			return sseEvent(
-				"head",
-				stringifyExact({
-					block_number: ev.block_number,
-					block_hash: ev.block_hash,
-					scanned_through: ev.scanned_through,
-				}),
-			);
-		case "end":
-			return sseEvent("end", stringifyExact({ reason: ev.reason }));
-	}
-}
 
 /** The feed request of a stream: its parameters less `cursor` and `confirmations`, one value each. */
 function feedRequest(req: FastifyRequest): FeedRequest {
@@ -170,20 +143,8 @@ async function serve(
 	});
 	// How long an EventSource waits before reconnecting (with Last-Event-ID).
 	res.write("retry: 2000\n\n");
-	const { bufferBytes } = app.live.options;
 	try {
-		for await (const ev of openFeed(app, feed, stop.signal)) {
-			res.write(eventText(ev));
-			if (res.writableLength > bufferBytes && !(await drained(res, SLOW_READER_MS, stop.signal))) {
-				if (stop.signal.aborted) return;
-				const message = `this stream's reader left more than ${Math.round(bufferBytes / 1024)} KiB unread for ${SLOW_READER_MS / 1000} s: reconnect with the last event's id (Last-Event-ID) and read faster`;
-				res.write(sseEvent("error", stringifyExact(errorBody(429, "SLOW_READER", message))));
-				res.end();
-				// A reader that never reads never lets the end through either.
-				setTimeout(() => res.destroy(), 5000).unref();
-				return;
-			}
-		}
+		await writeEvents(openFeed(app, feed, stop.signal), res, app.live.options, stop.signal);
 	} catch (err) {
 		if (stop.signal.aborted) return;
 		const e =
@@ -200,21 +161,4 @@ async function serve(
 		stop.abort();
 		if (!res.writableEnded) res.end();
 	}
-}
-
-/** Whether `res` drains within `ms` (false also when the client goes). */
-function drained(res: NodeJS.WritableStream, ms: number, signal: AbortSignal): Promise<boolean> {
-	return new Promise((resolve) => {
-		const done = (ok: boolean) => {
-			clearTimeout(t);
-			res.off("drain", onDrain);
-			signal.removeEventListener("abort", onAbort);
-			resolve(ok);
-		};
-		const onDrain = () => done(true);
-		const onAbort = () => done(false);
-		const t = setTimeout(() => done(false), ms);
-		res.on("drain", onDrain);
-		signal.addEventListener("abort", onAbort, { once: true });
-	});
 }
