@@ -63,6 +63,11 @@ async function stopService() {
 
 const pad = (hex: string) => hex.replace(/^0x/, "").padStart(64, "0");
 let clock = 0;
+/** The chain's clock moved on by `seconds`: the next block's timestamp. */
+const tick = (seconds: number) => {
+	clock += seconds;
+	return clock;
+};
 
 /** Mines one block at `time` with an ERC-20 and a native transfer to alice (amounts from `v`). */
 async function mineBlock(time: number, v: number) {
@@ -171,12 +176,12 @@ async function expectExact(readers: Reader[], tip: { number: number; hash: strin
 async function reorg(readers: Reader[], depth: number) {
 	const fork = await rpc("evm_snapshot");
 	const base = clock;
-	for (let i = 0; i < depth; i++) await mineBlock((clock += 12), 1000 + i);
+	for (let i = 0; i < depth; i++) await mineBlock(tick(12), 1000 + i);
 	const a = await stored();
 	for (const r of readers) await caughtUp(r, a);
 	await rpc("evm_revert", [fork]);
 	clock = base;
-	for (let i = 0; i <= depth; i++) await mineBlock((clock += 13), 2000 + i);
+	for (let i = 0; i <= depth; i++) await mineBlock(tick(13), 2000 + i);
 	return stored();
 }
 
@@ -250,7 +255,7 @@ describe("streams through reorgs", () => {
 
 	it("an A → B → A return at one height", async () => {
 		const fork = await rpc("evm_snapshot");
-		const t = (clock += 12);
+		const t = tick(12);
 		await mineBlock(t, 5000);
 		const a = await stored();
 		for (const r of readers) await caughtUp(r, a);
@@ -274,7 +279,7 @@ describe("streams through reorgs", () => {
 		for (const withReorg of [false, true]) {
 			const fork = await rpc("evm_snapshot");
 			const base = clock;
-			for (let i = 0; i < 2; i++) await mineBlock((clock += 12), 7000 + i);
+			for (let i = 0; i < 2; i++) await mineBlock(tick(12), 7000 + i);
 			const before = await stored();
 			for (const r of readers) await caughtUp(r, before);
 			for (const r of readers) r.close();
@@ -284,7 +289,7 @@ describe("streams through reorgs", () => {
 				await rpc("evm_revert", [fork]);
 				clock = base;
 			}
-			for (let i = 0; i < 3; i++) await mineBlock((clock += 13), 8000 + i);
+			for (let i = 0; i < 3; i++) await mineBlock(tick(13), 8000 + i);
 			await until("the follower at the node's head", async () => {
 				const m = JSON.parse(await readFile(join(root, "lake", `eip155-${CHAIN}`, "_manifest.json"), "utf8"));
 				const tip = await latest();
