@@ -11,6 +11,7 @@
  */
 import { DuckDBInstance } from "@duckdb/node-api";
 import { listedFiles } from "../../store/format/manifest.js";
+import { manifestPath } from "../../store/format/layout.js";
 import type { Manifest } from "../../store/format/records.js";
 import { SETTLE_DEPTH } from "../../store/format/run-lookup.js";
 import { RANK_ROW_GROUP_SIZE, usableRanks } from "../../store/holdings/holder-ranks.js";
@@ -97,6 +98,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 			return health.damage(chain, manifest);
 		},
 		manifestProblem: (chain) => manifestState(chain).problem,
+		manifestFile: (chain) => manifestPath(dataDir, chain),
 		state(chain) {
 			if (!has(chain)) return null;
 			const { manifest } = manifestState(chain);

@@ -47,6 +47,8 @@ export interface Store {
 	 * Null for a chain with no readable manifest.
 	 */
 	state(chain: string): { generation: number; final: number | null } | null;
+	/** The file whose replacement commits each of the chain's writes (for watchers: api/live/head-watcher.ts). */
+	manifestFile(chain: string): string;
 	close(): void;
 }
 
