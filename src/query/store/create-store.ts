@@ -10,8 +10,8 @@
  * runner, the holder-ranks counts, the memo and the chains listing.
  */
 import { DuckDBInstance } from "@duckdb/node-api";
-import { listedFiles } from "../../store/format/manifest.js";
 import { manifestPath } from "../../store/format/layout.js";
+import { listedFiles } from "../../store/format/manifest.js";
 import type { Manifest } from "../../store/format/records.js";
 import { SETTLE_DEPTH } from "../../store/format/run-lookup.js";
 import { RANK_ROW_GROUP_SIZE, usableRanks } from "../../store/holdings/holder-ranks.js";
