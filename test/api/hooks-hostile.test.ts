@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HOOK_OWNER_HEADER } from "../../src/api/auth.js";
 import { parseAllowHosts } from "../../src/api/hooks/destinations.js";
 import { type HookDelivery, startHookDelivery } from "../../src/api/hooks/hook-delivery.js";
-import { hooksDir, readState } from "../../src/api/hooks/hook-files.js";
+import { hooksDir, newHookId, readState, writeHook } from "../../src/api/hooks/hook-files.js";
 import { DEFAULT_DELIVERY } from "../../src/api/hooks/hook-worker.js";
 import { hashKey } from "../../src/api/keys.js";
 import { FEED_HEADER } from "../../src/api/live/live-options.js";
+import { MAX_HOOKS_PER_KEY } from "../../src/api/routes/hooks.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type ApiFixture, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
 import { type HookReceiver, startHookReceiver } from "../helpers/hook-receiver.js";
@@ -130,6 +131,29 @@ describe("hostile webhook requests", () => {
 			// A replay that read the hook before the DELETE wrote it back, after the 204.
 			if (deleted.status === 204) expect((await call("GET", `/${C}/v1/hooks/${victim}`)).status).toBe(404);
 		}
+	});
+	it("keep a key to its most hooks when many are made at once", async () => {
+		const owner = hashKey(TEST_KEY).toString("hex");
+		const own = (await call("GET", `/${C}/v1/hooks`)).body.items.length as number;
+		const template = { chain: C, owner, path: `/${C}/v1/blocks`, url: receiver.url, secret: SECRET };
+		// Filled to 5 below the limit on disk (as POSTs would have), then 10 POSTs at once.
+		for (let i = own; i < MAX_HOOKS_PER_KEY - 5; i++)
+			await writeHook(f.dataDir, {
+				...template,
+				id: newHookId(),
+				query: { block_number_start: "0", block_number_end: "1" },
+				confirmations: 0,
+				from_block: null,
+				created_at: new Date().toISOString(),
+				generation: 1,
+				replayed_at: null,
+			});
+		const made = await Promise.all(Array.from({ length: 10 }, () => call("POST", `/${C}/v1/hooks`, blocksHook())));
+		// (Counted only before the route check, each passed before any had written: all ten were made.)
+		expect(made.map((r) => r.status).sort()).toEqual([...Array(5).fill(201), ...Array(5).fill(400)]);
+		expect(made.find((r) => r.status === 400)?.body.code).toBe("TOO_MANY_HOOKS");
+		expect((await call("GET", `/${C}/v1/hooks`)).body.items).toHaveLength(MAX_HOOKS_PER_KEY);
+		rmSync(hooksDir(f.dataDir, C), { recursive: true });
 	});
 });
 

@@ -100,9 +100,10 @@ function readJson<T>(path: string): T | null {
 	return JSON.parse(text) as T;
 }
 
-export async function writeHook(dataDir: string, def: HookDef): Promise<void> {
+/** Writes a new hook; `stillWanted` (see writeDurably) may drop it at the last moment (false then). */
+export async function writeHook(dataDir: string, def: HookDef, stillWanted?: () => boolean): Promise<boolean> {
 	mkdirSync(hooksDir(dataDir, def.chain), { recursive: true, mode: 0o700 });
-	await writeDurably(defPath(dataDir, def.chain, def.id), `${JSON.stringify(def, null, 1)}\n`);
+	return writeDurably(defPath(dataDir, def.chain, def.id), `${JSON.stringify(def, null, 1)}\n`, stillWanted);
 }
 
 /**

@@ -227,12 +227,13 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 			if ("problem" in dest) throw badRequest("HOOK_URL_REFUSED", dest.problem);
 			const resolved = await resolvedProblem(dest.url, opts.policy);
 			if (resolved) throw badRequest("HOOK_URL_REFUSED", resolved);
-			const own = listHooks(ctx.dataDir, chain).filter((h) => h.owner === req.caller);
-			if (own.length >= MAX_HOOKS_PER_KEY)
-				throw badRequest(
+			const own = () => listHooks(ctx.dataDir, chain).filter((h) => h.owner === req.caller).length;
+			const tooMany = () =>
+				badRequest(
 					"TOO_MANY_HOOKS",
-					`this API key has ${own.length} hooks on ${chain}, the most one key may have: delete one first`,
+					`this API key has ${MAX_HOOKS_PER_KEY} hooks on ${chain}, the most one key may have: delete one first`,
 				);
+			if (own() >= MAX_HOOKS_PER_KEY) throw tooMany();
 			const def: HookDef = {
 				id: newHookId(),
 				chain,
@@ -248,7 +249,9 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 				replayed_at: null,
 			};
 			await checkQuery(def, req.headers.authorization);
-			await writeHook(ctx.dataDir, def);
+			// Counted again right before the rename (synchronously: no other request of this process
+			// in between), so hooks made at once cannot all pass the count above and overshoot it.
+			if (!(await writeHook(ctx.dataDir, def, () => own() < MAX_HOOKS_PER_KEY))) throw tooMany();
 			return reply
 				.code(201)
 				.header("Location", `${opts.basePath}/${chain}/v1/hooks/${def.id}`)
