@@ -100,6 +100,11 @@ describe("hostile webhook requests", () => {
 			/unknown parameter hasOwnProperty/,
 		);
 		await refused({ query: { block_number_start: ["0", "1"] } }, "INVALID_PARAMETER", /must be one value/);
+		await refused(
+			{ url: `${receiver.url}?${"x".repeat(2000)}` },
+			"INVALID_PARAMETER",
+			/url: must be at most 2000 characters/,
+		);
 		// Signed as UTF-8: a lone surrogate would sign with U+FFFD, a key the receiver does not hold.
 		await refused({ secret: "\ud800".repeat(16) }, "INVALID_PARAMETER", /secret: must be printable text/);
 		await refused({ secret: "0123456789abcdef\n" }, "INVALID_PARAMETER", /secret: must be printable text/);

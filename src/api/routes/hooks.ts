@@ -82,7 +82,7 @@ const hookBody = z
 				.describe('The list route\'s query parameters (besides any in path), e.g. {"asset_type": "native,ft"}.'),
 			url: z
 				.string({ error: "must be the destination URL (https://...)" })
-				.max(2000)
+				.max(2000, "must be at most 2000 characters")
 				.describe("Where the batches are POSTed: http(s), a host the server's --hook-allow-hosts allows."),
 			secret: z
 				.string({ error: "must be a string of 16 to 256 characters" })
