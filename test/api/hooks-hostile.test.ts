@@ -184,6 +184,26 @@ describe("an unlucky operator's webhooks", () => {
 		}
 	});
 
+	it("let go of an attempt a receiver holds at once when stopping, not at its deadline", {
+		timeout: 20_000,
+	}, async () => {
+		// Answered after a minute, with a deadline of a minute: stop() (and a DELETE's poll) waited all of it.
+		receiver.delayMs = 60_000;
+		const id = await make({ query: { block_number_start: "0", block_number_end: "2" } });
+		const delivery = deliver({ timeoutMs: 60_000 });
+		try {
+			for (const end = Date.now() + 10_000; Date.now() < end && receiver.inFlight === 0; ) await sleep(10);
+			expect(receiver.inFlight).toBe(1);
+			await delivery.stop();
+			for (const end = Date.now() + 5_000; Date.now() < end && receiver.inFlight > 0; ) await sleep(10);
+			expect(receiver.inFlight).toBe(0);
+		} finally {
+			receiver.delayMs = 0;
+			await delivery.stop();
+			await call("DELETE", `/${C}/v1/hooks/${id}`);
+		}
+	});
+
 	it("keep a hook whose file cannot be read for a moment, and clear a crashed write's temporary file", async () => {
 		const id = await make({ query: { block_number_start: "0", block_number_end: "3" } });
 		const dir = hooksDir(f.dataDir, C);

@@ -138,7 +138,7 @@ export async function runHook(
 			// a second, but a backlog goes out in many batches a second, so each attempt looks first
 			// (one small file read): after DELETE's 204 at most the batch already under way arrives.
 			if (!stillCurrent(dataDir, def)) return false;
-			const r = await postDelivery(def, body, opts.policy, opts.timeoutMs);
+			const r = await postDelivery(def, body, opts.policy, opts.timeoutMs, signal);
 			if (signal.aborted) return false;
 			if (r.ok) {
 				await save({

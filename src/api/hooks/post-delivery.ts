@@ -25,6 +25,8 @@ export function postDelivery(
 	body: string,
 	policy: HostPolicy,
 	timeoutMs: number,
+	/** Ends the attempt at once (the hook deleted or replayed, the process stopping): no wait for its deadline. */
+	signal?: AbortSignal,
 ): Promise<DeliveryResult> {
 	const checked = destinationProblem(target.url, policy);
 	if ("problem" in checked) return Promise.resolve({ ok: false, error: `destination refused: ${checked.problem}` });
@@ -45,6 +47,7 @@ export function postDelivery(
 				method: "POST",
 				// A fresh connection per attempt: each is looked up (and checked) again.
 				agent: false,
+				signal,
 				lookup: guardedLookup(policy) as never,
 				headers: {
 					"content-type": "application/json",
@@ -80,7 +83,9 @@ export function postDelivery(
 				error:
 					err.code === "EHOOKREFUSED"
 						? `destination refused: ${err.message}`
-						: `connection failed: ${err.code ?? err.message}`,
+						: err.name === "AbortError"
+							? "the attempt was stopped (the hook deleted or replayed, or the server stopping)"
+							: `connection failed: ${err.code ?? err.message}`,
 			}),
 		);
 		req.end(body);
