@@ -1,12 +1,13 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/api/app.js";
 import { HOOK_OWNER_HEADER } from "../../src/api/auth.js";
 import { parseAllowHosts } from "../../src/api/hooks/destinations.js";
 import { type HookDelivery, startHookDelivery } from "../../src/api/hooks/hook-delivery.js";
 import { hooksDir, newHookId, readState, writeHook } from "../../src/api/hooks/hook-files.js";
 import { DEFAULT_DELIVERY } from "../../src/api/hooks/hook-worker.js";
-import { hashKey } from "../../src/api/keys.js";
+import { createKeyring, hashKey } from "../../src/api/keys.js";
 import { FEED_HEADER } from "../../src/api/live/live-options.js";
 import { MAX_HOOKS_PER_KEY } from "../../src/api/routes/hooks.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
@@ -49,8 +50,8 @@ const make = async (over: Record<string, unknown> = {}) => {
 	expect(r.status, JSON.stringify(r.body)).toBe(201);
 	return r.body.id as string;
 };
-function deliver(over: Partial<Parameters<typeof startHookDelivery>[1]> = {}): HookDelivery {
-	return startHookDelivery(f.app, {
+function deliver(over: Partial<Parameters<typeof startHookDelivery>[1]> = {}, app = f.app): HookDelivery {
+	return startHookDelivery(app, {
 		...DEFAULT_DELIVERY,
 		policy: POLICY,
 		backoffMs: 50,
@@ -228,6 +229,37 @@ describe("an unlucky operator's webhooks", () => {
 			expect((await call("GET", `/${C}/v1/hooks/${id}`)).body.delivery).toMatchObject({ status: "completed" });
 		} finally {
 			await delivery.stop();
+		}
+	});
+
+	it("make and deliver hooks under a base path (serve --base-path)", async () => {
+		// The feed asked the hook's path of the routes without the prefix they are registered under: a 404 at every POST.
+		const app = await buildApp({
+			store: f.store,
+			keyring: createKeyring({ path: join(f.dataDir, "_keys.json"), envKeys: [TEST_KEY] }),
+			dataDir: f.dataDir,
+			basePath: "/tsunami",
+			hookPolicy: POLICY,
+		});
+		const delivery = deliver({ basePath: "/tsunami" }, app);
+		try {
+			const made = await app.inject({
+				method: "POST",
+				url: `/tsunami/${C}/v1/hooks`,
+				headers: { authorization: `Bearer ${TEST_KEY}` },
+				payload: blocksHook({
+					path: `/tsunami/${C}/v1/blocks`,
+					query: { block_number_start: "0", block_number_end: "2" },
+				}),
+			});
+			expect(made.statusCode, made.body).toBe(201);
+			const id = made.json().id as string;
+			for (const end = Date.now() + 20_000; Date.now() < end && readState(f.dataDir, C, id)?.status !== "completed"; )
+				await sleep(20);
+			expect(readState(f.dataDir, C, id)).toMatchObject({ status: "completed", last_delivered_block: 2, attempts: 0 });
+		} finally {
+			await delivery.stop();
+			await app.close();
 		}
 	});
 });

@@ -24,6 +24,8 @@ export interface DeliveryOptions {
 	maxBatch: number;
 	/** How long a batch waits for more events before it is sent (a head event sends it at once). */
 	lingerMs: number;
+	/** The API's base path (serve --base-path), which the feed's in-process page requests need before a hook's path. */
+	basePath?: string;
 	log: Pick<Logger, "info" | "warn">;
 }
 
@@ -167,7 +169,7 @@ export async function runHook(
 				app,
 				{
 					chain: def.chain,
-					path: def.path,
+					path: `${opts.basePath ?? ""}${def.path}`,
 					query: feedQuery(def),
 					headers: { [HOOK_OWNER_HEADER]: def.owner },
 					cursor: state.cursor ?? undefined,

@@ -200,7 +200,8 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 	const checkQuery = (def: HookDef, authorization: string | undefined) =>
 		checkFeed(app, {
 			chain: def.chain,
-			path: def.path,
+			// Asked of the route in process: under the base path the routes are registered at.
+			path: `${opts.basePath}${def.path}`,
 			query: feedQuery(def),
 			headers: authorization ? { authorization } : {},
 			confirmations: def.confirmations,
