@@ -106,6 +106,11 @@ describe("hostile webhook requests", () => {
 			"INVALID_PARAMETER",
 			/url: must be at most 2000 characters/,
 		);
+		await refused(
+			{ path: `/${C}/v1/blocks?confirmations=3` },
+			"INVALID_HOOK_QUERY",
+			/confirmations is the hook's own field/,
+		);
 		// Signed as UTF-8: a lone surrogate would sign with U+FFFD, a key the receiver does not hold.
 		await refused({ secret: "\ud800".repeat(16) }, "INVALID_PARAMETER", /secret: must be printable text/);
 		await refused({ secret: "0123456789abcdef\n" }, "INVALID_PARAMETER", /secret: must be printable text/);

@@ -177,6 +177,12 @@ function routeOf(chain: string, basePath: string, path: string, given: Record<st
 			throw badRequest("INVALID_HOOK_QUERY", `query parameter ${k} is both in path and in query: give it once`);
 		query[k] = String(v);
 	}
+	for (const k of ["confirmations", "from_block"])
+		if (Object.hasOwn(query, k))
+			throw badRequest(
+				"INVALID_HOOK_QUERY",
+				`${k} is the hook's own field, not a parameter of its query: give it beside path, url and secret`,
+			);
 	const reserved = RESERVED.filter((k) => Object.hasOwn(query, k));
 	if (reserved.length > 0)
 		throw badRequest(
