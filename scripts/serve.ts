@@ -240,6 +240,7 @@ const app = await buildApp({
 const delivery = startHookDelivery(app, {
 	...DEFAULT_DELIVERY,
 	...hooks,
+	basePath: values["base-path"],
 	dataDir,
 	chains: () => store.chains(),
 	ownerValid: (owner) => keyring.holds(owner),

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from "node:crypto";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Fastify, {
@@ -129,8 +130,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	app.decorate("maxResponseBytes", opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
 	app.decorate("live", live);
 	app.addHook("onClose", async () => live.close());
-	// A feed's own page requests (api/live/list-pages.ts), known by this process's secret.
-	const fromFeed = (req: { headers: Record<string, unknown> }) => req.headers[FEED_HEADER] === live.token;
+	// A feed's own page requests (api/live/list-pages.ts), known by this process's secret, compared
+	// in constant time (with it a request may act as a hook's owner and skips the rate limit).
+	const token = Buffer.from(live.token);
+	const fromFeed = (req: { headers: Record<string, unknown> }) => {
+		const given = req.headers[FEED_HEADER];
+		if (typeof given !== "string") return false;
+		const b = Buffer.from(given);
+		return b.length === token.length && timingSafeEqual(b, token);
+	};
 	// First, so every route registered below (docs included) inherits the headers hook.
 	securityHeaders(app, base);
 

@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
 	addressProblem,
 	destinationProblem,
@@ -6,6 +8,7 @@ import {
 	parseAllowHosts,
 	resolvedProblem,
 } from "../../src/api/hooks/destinations.js";
+import { postDelivery } from "../../src/api/hooks/post-delivery.js";
 
 /**
  * Where webhooks may deliver (no server-side request forgery): real URL parsing and the system's
@@ -42,6 +45,12 @@ describe("webhook destinations", () => {
 		["http://[0:0:0:0:0:0:0:1]/", /loopback address \(::1\)/],
 		["http://[::]/", /unspecified/],
 		["http://[::ffff:127.0.0.1]/", /loopback address \(127/],
+		["http://[0:0:0:0:0:ffff:7f00:1]/", /::ffff:7f00:1 is a loopback address \(127/],
+		["http://[::127.0.0.1]/", /not a global unicast/],
+		["http://127.0.0.1./", /127\.0\.0\.1 is a loopback/],
+		["http://0/", /0\.0\.0\.0 is a 'this network'/],
+		["http://[fc00::1]/", /unique local/],
+		["http://[fe80::1%25eth0]/", /not an absolute URL/],
 		["http://[::ffff:169.254.169.254]/", /link-local/],
 		["http://[fe80::1]/", /link-local address \(fe80/],
 		["http://[fd00::1]/", /unique local/],
@@ -96,5 +105,85 @@ describe("webhook destinations", () => {
 			guardedLookup(parseAllowHosts("localhost"))("localhost", { all: false }, (_err, address) => resolve(address)),
 		);
 		expect(String(allowed)).toMatch(/^(127\.0\.0\.1|::1)$/);
+	});
+});
+
+/**
+ * One delivery attempt (post-delivery.ts) against receivers that misbehave, real sockets on
+ * loopback: it ends within its deadline and reads a bounded answer, whatever the receiver does.
+ */
+describe("a delivery attempt against a hostile receiver", () => {
+	const LOOPBACK = parseAllowHosts("127.0.0.1");
+	let server: Server;
+	let port = 0;
+	let requests = 0;
+	/** Bytes /huge managed to write before its client let go. */
+	let hugeWritten = 0;
+	beforeAll(async () => {
+		server = createServer((req, res) => {
+			requests++;
+			req.resume();
+			if (req.url === "/hang") return; // never answers
+			if (req.url === "/trickle") {
+				res.writeHead(200);
+				const t = setInterval(() => res.write("."), 50);
+				res.on("close", () => clearInterval(t));
+				return;
+			}
+			if (req.url === "/cut") {
+				res.writeHead(500, { "content-length": "100" });
+				res.write("0123456789");
+				setTimeout(() => res.destroy(), 20);
+				return;
+			}
+			if (req.url === "/huge") {
+				res.writeHead(200);
+				const chunk = Buffer.alloc(64 * 1024, 120);
+				const pump = () => {
+					while (hugeWritten < 64 * 2 ** 20 && !res.destroyed) {
+						hugeWritten += chunk.length;
+						if (!res.write(chunk)) return void res.once("drain", pump);
+					}
+					res.end();
+				};
+				return pump();
+			}
+			res.writeHead(204).end();
+		});
+		await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+		port = (server.address() as AddressInfo).port;
+	});
+	afterAll(async () => {
+		server.closeAllConnections();
+		await new Promise((r) => server.close(r));
+	});
+	const post = (path: string, policy = LOOPBACK, host = "127.0.0.1") =>
+		postDelivery(
+			{ id: "0123456789abcdef", url: `http://${host}:${port}${path}`, secret: "s".repeat(16) },
+			"{}",
+			policy,
+			400,
+		);
+
+	it("fails a receiver that hangs at the deadline, and takes a 2xx at its status line (the body never awaited)", async () => {
+		expect(await post("/hang")).toEqual({ ok: false, error: "no answer within 400 ms" });
+		// 200, then a body that never ends: acknowledged (it failed at the deadline, and was sent again forever).
+		expect(await post("/trickle")).toEqual({ ok: true, status: 200 });
+	});
+
+	it("reads a huge answer only so far, and takes a cut answer's status", async () => {
+		expect(await post("/huge")).toEqual({ ok: true, status: 200 });
+		expect(hugeWritten).toBeLessThan(64 * 2 ** 20);
+		expect(await post("/cut")).toMatchObject({ ok: false, error: "HTTP 500 from the destination" });
+	});
+
+	it("connects to a name only through the checked lookup (a name that resolves to loopback now fails)", async () => {
+		const before = requests;
+		const r = await post("/in", PUBLIC, "localhost");
+		expect(r).toMatchObject({
+			ok: false,
+			error: expect.stringMatching(/^destination refused: localhost resolves to .*loopback/),
+		});
+		expect(requests).toBe(before);
 	});
 });

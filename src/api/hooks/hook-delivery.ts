@@ -31,15 +31,18 @@ interface Worker {
 }
 
 /**
- * Temporary files a crash left (hook-files.ts writes `<file>.<pid>.tmp`, then renames it): the
- * deliverer's own, and an API process's older than a minute (a write takes milliseconds).
+ * Temporary files a crash left (hook-files.ts writes `<file>.<pid>.<random>.tmp`, then renames
+ * it): a previous deliverer's states when the lock is taken (`states`), and at every poll any
+ * older than a minute (a write takes milliseconds; an API process that crashed mid-write may
+ * have left one at any time, not only before this process took the lock).
  */
-function removeStaleTemps(dir: string) {
+function removeStaleTemps(dir: string, states: boolean) {
 	for (const name of readdirSync(dir)) {
 		if (!name.endsWith(".tmp")) continue;
 		const path = join(dir, name);
 		try {
-			if (Date.now() - statSync(path).mtimeMs > 60_000 || name.includes(".state.json.")) rmSync(path, { force: true });
+			if (Date.now() - statSync(path).mtimeMs > 60_000 || (states && name.includes(".state.json.")))
+				rmSync(path, { force: true });
 		} catch {}
 	}
 }
@@ -78,22 +81,26 @@ export function startHookDelivery(app: FastifyInstance, opts: HookDeliveryOption
 	};
 
 	const tickChain = async (chain: string) => {
-		const defs = listHooks(opts.dataDir, chain);
+		// Hooks whose file cannot be read now are not deleted ones: their workers and states stay.
+		const unreadable = new Set<string>();
+		const defs = listHooks(opts.dataDir, chain, unreadable);
 		if (!locks.has(chain)) {
 			if (defs.length === 0) return;
 			try {
 				locks.set(chain, await acquireWriteLock(hooksDir(opts.dataDir, chain)));
-				removeStaleTemps(hooksDir(opts.dataDir, chain));
+				removeStaleTemps(hooksDir(opts.dataDir, chain), true);
 				opts.log.info(`this process delivers the webhooks of ${chain} (pid ${process.pid})`);
 			} catch (err) {
 				if (err instanceof DataDirLockedError) return; // another process delivers them
 				throw err;
 			}
-		}
+		} else removeStaleTemps(hooksDir(opts.dataDir, chain), false);
+		for (const id of unreadable)
+			opts.log.warn(`webhook ${id} of ${chain}: its file cannot be read now; kept as it was`);
 		const byId = new Map(defs.map((d) => [d.id, d]));
 		for (const [key, w] of workers) {
 			const [c, id] = key.split("/") as [string, string];
-			if (c !== chain) continue;
+			if (c !== chain || unreadable.has(id)) continue;
 			const def = byId.get(id);
 			if (def && def.generation === w.generation && opts.ownerValid(def.owner) && !(w.finished && !done(def))) continue;
 			w.abort.abort();
@@ -108,7 +115,8 @@ export function startHookDelivery(app: FastifyInstance, opts: HookDeliveryOption
 		// States whose hook was deleted (DELETE removes both; a worker may have written one since).
 		for (const name of readdirSync(hooksDir(opts.dataDir, chain))) {
 			const id = /^([0-9a-f]{16})\.state\.json$/.exec(name)?.[1];
-			if (id && !byId.has(id) && !workers.has(`${chain}/${id}`)) removeState(opts.dataDir, chain, id);
+			if (id && !byId.has(id) && !unreadable.has(id) && !workers.has(`${chain}/${id}`))
+				removeState(opts.dataDir, chain, id);
 		}
 	};
 

@@ -61,48 +61,93 @@ const statePath = (dataDir: string, chain: string, id: string) => join(hooksDir(
 export const HOOK_ID = /^[0-9a-f]{16}$/;
 export const newHookId = () => randomBytes(8).toString("hex");
 
-/** Replaces `path` with `text`, durably: the temporary name is per process (several API processes may write hooks). */
-async function writeDurably(path: string, text: string): Promise<void> {
-	const tmp = `${path}.${process.pid}.tmp`;
-	await removingOnFailure([tmp], async () => {
+/**
+ * Replaces `path` with `text`, durably. The temporary name is per write (several API processes,
+ * and several requests of one, may write the same hook at once: a shared name let one request
+ * rename another's file away and fail). `stillWanted`, when given, runs right before the rename,
+ * synchronously (no other request of this process runs in between): false drops the write.
+ */
+async function writeDurably(path: string, text: string, stillWanted?: () => boolean): Promise<boolean> {
+	const tmp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+	const written = await removingOnFailure([tmp], async () => {
 		writeFileSync(tmp, text, { mode: 0o600 });
 		await fsyncFile(tmp);
+		if (stillWanted && !stillWanted()) {
+			rmSync(tmp, { force: true });
+			return false;
+		}
 		renameSync(tmp, path);
+		return true;
 	});
-	await fsyncDir(join(path, ".."));
+	if (written) await fsyncDir(join(path, ".."));
+	return written;
 }
 
+/**
+ * The file's JSON, or null when it is missing (deleted meanwhile: a whole file is always renamed
+ * into place, so a file that is there reads whole). Any other failure throws: a read refused for
+ * a moment (EMFILE with many sockets open, EIO) must not pass for a deleted hook, whose state the
+ * deliverer would remove, losing its cursor.
+ */
 function readJson<T>(path: string): T | null {
+	let text: string;
 	try {
-		return JSON.parse(readFileSync(path, "utf8")) as T;
-	} catch {
-		// Missing (deleted meanwhile) or unreadable: a whole file is always renamed into place, so
-		// this is a hook deleted between listing and reading.
-		return null;
+		text = readFileSync(path, "utf8");
+	} catch (err) {
+		if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+		throw err;
 	}
+	return JSON.parse(text) as T;
 }
 
-export async function writeHook(dataDir: string, def: HookDef): Promise<void> {
+/** Writes a new hook; `stillWanted` (see writeDurably) may drop it at the last moment (false then). */
+export async function writeHook(dataDir: string, def: HookDef, stillWanted?: () => boolean): Promise<boolean> {
 	mkdirSync(hooksDir(dataDir, def.chain), { recursive: true, mode: 0o700 });
-	await writeDurably(defPath(dataDir, def.chain, def.id), `${JSON.stringify(def, null, 1)}\n`);
+	return writeDurably(defPath(dataDir, def.chain, def.id), `${JSON.stringify(def, null, 1)}\n`, stillWanted);
+}
+
+/**
+ * Replaces a hook (a replay) only if it is still there at `def.generation - 1`: "gone" when it was
+ * deleted meanwhile (a replay must not bring back a hook a DELETE answered 204 for), "changed"
+ * when another replay came first (the caller reads it again and retries).
+ */
+export async function replaceHook(dataDir: string, def: HookDef): Promise<"replaced" | "gone" | "changed"> {
+	let outcome: "gone" | "changed" = "gone";
+	const stillWanted = () => {
+		const now = readHook(dataDir, def.chain, def.id);
+		outcome = now ? "changed" : "gone";
+		return now !== null && now.generation === def.generation - 1;
+	};
+	const text = `${JSON.stringify(def, null, 1)}\n`;
+	return (await writeDurably(defPath(dataDir, def.chain, def.id), text, stillWanted)) ? "replaced" : outcome;
 }
 
 export const readHook = (dataDir: string, chain: string, id: string) =>
 	HOOK_ID.test(id) ? readJson<HookDef>(defPath(dataDir, chain, id)) : null;
 
-/** Every hook of the chain (any owner), oldest first. */
-export function listHooks(dataDir: string, chain: string): HookDef[] {
+/**
+ * Every hook of the chain (any owner), oldest first. A hook file that cannot be read now is left
+ * out, its id added to `unreadable` (the deliverer keeps its worker and state: it is not deleted).
+ */
+export function listHooks(dataDir: string, chain: string, unreadable?: Set<string>): HookDef[] {
 	let names: string[];
 	try {
 		names = readdirSync(hooksDir(dataDir, chain));
-	} catch {
-		return [];
+	} catch (err) {
+		if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+		throw err;
 	}
-	return names
-		.map((n) => /^([0-9a-f]{16})\.json$/.exec(n)?.[1])
-		.flatMap((id) => (id ? [readHook(dataDir, chain, id)] : []))
-		.filter((d): d is HookDef => d !== null)
-		.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+	const defs: HookDef[] = [];
+	for (const id of names.map((n) => /^([0-9a-f]{16})\.json$/.exec(n)?.[1])) {
+		if (!id) continue;
+		try {
+			const def = readHook(dataDir, chain, id);
+			if (def) defs.push(def);
+		} catch {
+			unreadable?.add(id);
+		}
+	}
+	return defs.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
 }
 
 /** Removes the hook; its state goes with it (the deliverer also removes a state whose hook is gone). */
@@ -115,8 +160,9 @@ export async function removeHook(dataDir: string, chain: string, id: string): Pr
 export const readState = (dataDir: string, chain: string, id: string) =>
 	readJson<HookState>(statePath(dataDir, chain, id));
 
-export const writeState = (dataDir: string, chain: string, id: string, state: HookState) =>
-	writeDurably(statePath(dataDir, chain, id), `${JSON.stringify(state)}\n`);
+export const writeState = async (dataDir: string, chain: string, id: string, state: HookState) => {
+	await writeDurably(statePath(dataDir, chain, id), `${JSON.stringify(state)}\n`);
+};
 
 export const removeState = (dataDir: string, chain: string, id: string) =>
 	rmSync(statePath(dataDir, chain, id), { force: true });

@@ -3,7 +3,7 @@ import type { Logger } from "../../util/logger.js";
 import { HOOK_OWNER_HEADER } from "../auth.js";
 import { type FeedEvent, openFeed } from "../live/feed.js";
 import type { HostPolicy } from "./destinations.js";
-import { freshState, type HookDef, type HookState, readState, writeState } from "./hook-files.js";
+import { freshState, type HookDef, type HookState, readHook, readState, writeState } from "./hook-files.js";
 import { postDelivery } from "./post-delivery.js";
 
 /*
@@ -24,6 +24,8 @@ export interface DeliveryOptions {
 	maxBatch: number;
 	/** How long a batch waits for more events before it is sent (a head event sends it at once). */
 	lingerMs: number;
+	/** The API's base path (serve --base-path), which the feed's in-process page requests need before a hook's path. */
+	basePath?: string;
 	log: Pick<Logger, "info" | "warn">;
 }
 
@@ -83,6 +85,15 @@ function race<T>(p: Promise<T>, ms: number | null, signal: AbortSignal): Promise
 	});
 }
 
+/** Whether the hook is still there as this worker knows it (not deleted, not replayed); a read that fails counts as yes. */
+function stillCurrent(dataDir: string, def: HookDef): boolean {
+	try {
+		return readHook(dataDir, def.chain, def.id)?.generation === def.generation;
+	} catch {
+		return true;
+	}
+}
+
 const sleep = (ms: number, signal: AbortSignal) => race(new Promise((r) => setTimeout(r, ms)), null, signal);
 
 /** Runs one hook until `signal` aborts (deleted, replayed, stopping) or its range end is delivered. */
@@ -125,7 +136,11 @@ export async function runHook(
 		const last = batch[batch.length - 1] as Delivered;
 		const body = batchBody(def, batch);
 		while (!signal.aborted) {
-			const r = await postDelivery(def, body, opts.policy, opts.timeoutMs);
+			// Deleted or replayed since this worker started: the deliverer's poll would stop it within
+			// a second, but a backlog goes out in many batches a second, so each attempt looks first
+			// (one small file read): after DELETE's 204 at most the batch already under way arrives.
+			if (!stillCurrent(dataDir, def)) return false;
+			const r = await postDelivery(def, body, opts.policy, opts.timeoutMs, signal);
 			if (signal.aborted) return false;
 			if (r.ok) {
 				await save({
@@ -154,7 +169,7 @@ export async function runHook(
 				app,
 				{
 					chain: def.chain,
-					path: def.path,
+					path: `${opts.basePath ?? ""}${def.path}`,
 					query: feedQuery(def),
 					headers: { [HOOK_OWNER_HEADER]: def.owner },
 					cursor: state.cursor ?? undefined,

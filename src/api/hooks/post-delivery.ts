@@ -20,14 +20,13 @@ export function signature(secret: string, timestamp: string, body: string): stri
 
 export type DeliveryResult = { ok: true; status: number } | { ok: false; error: string };
 
-/** Bytes of a receiver's answer read (and dropped) before the connection is let go. */
-const MAX_ANSWER_BYTES = 64 * 1024;
-
 export function postDelivery(
 	target: { id: string; url: string; secret: string },
 	body: string,
 	policy: HostPolicy,
 	timeoutMs: number,
+	/** Ends the attempt at once (the hook deleted or replayed, the process stopping): no wait for its deadline. */
+	signal?: AbortSignal,
 ): Promise<DeliveryResult> {
 	const checked = destinationProblem(target.url, policy);
 	if ("problem" in checked) return Promise.resolve({ ok: false, error: `destination refused: ${checked.problem}` });
@@ -48,6 +47,7 @@ export function postDelivery(
 				method: "POST",
 				// A fresh connection per attempt: each is looked up (and checked) again.
 				agent: false,
+				signal,
 				lookup: guardedLookup(policy) as never,
 				headers: {
 					"content-type": "application/json",
@@ -59,24 +59,18 @@ export function postDelivery(
 				},
 			},
 			(res) => {
+				// The status line is the receiver's answer: judged at once, the body never read (it
+				// is dropped anyway). Waiting for its end let a receiver that answered 200 but kept
+				// writing (or holding) its body fail every batch at the deadline, and be sent it again.
 				const status = res.statusCode ?? 0;
-				let read = 0;
-				res.on("data", (chunk: Buffer) => {
-					read += chunk.length;
-					if (read > MAX_ANSWER_BYTES) res.destroy();
-				});
-				const finish = () => {
-					if (status >= 200 && status < 300) return done({ ok: true, status });
-					if (status >= 300 && status < 400)
-						return done({
-							ok: false,
-							error: `HTTP ${status}: redirects are not followed; give the hook the final URL`,
-						});
-					done({ ok: false, error: `HTTP ${status} from the destination` });
-				};
-				res.on("end", finish);
-				res.on("close", finish);
-				res.on("error", finish);
+				res.destroy();
+				if (status >= 200 && status < 300) return done({ ok: true, status });
+				if (status >= 300 && status < 400)
+					return done({
+						ok: false,
+						error: `HTTP ${status}: redirects are not followed; give the hook the final URL`,
+					});
+				done({ ok: false, error: `HTTP ${status} from the destination` });
 			},
 		);
 		const timer = setTimeout(() => {
@@ -89,7 +83,9 @@ export function postDelivery(
 				error:
 					err.code === "EHOOKREFUSED"
 						? `destination refused: ${err.message}`
-						: `connection failed: ${err.code ?? err.message}`,
+						: err.name === "AbortError"
+							? "the attempt was stopped (the hook deleted or replayed, or the server stopping)"
+							: `connection failed: ${err.code ?? err.message}`,
 			}),
 		);
 		req.end(body);

@@ -13,6 +13,7 @@ import {
 	readHook,
 	readState,
 	removeHook,
+	replaceHook,
 	writeHook,
 } from "../hooks/hook-files.js";
 import { feedQuery } from "../hooks/hook-worker.js";
@@ -68,19 +69,30 @@ const hookBody = z
 					"A list route's path, with or without its query string. Example: /eip155-1/v1/address/0x.../transfers",
 				),
 			query: z
-				.record(z.string(), z.union([z.string(), z.number(), z.boolean()]), {
-					error: 'must be an object of the list route\'s query parameters, e.g. {"asset_type": "native,ft"}',
-				})
+				.record(
+					z.string(),
+					z.union([z.string(), z.number(), z.boolean()], {
+						error: "must be one value (a string, number or boolean); a list's values go comma-separated in one string",
+					}),
+					{
+						error: 'must be an object of the list route\'s query parameters, e.g. {"asset_type": "native,ft"}',
+					},
+				)
 				.optional()
 				.describe('The list route\'s query parameters (besides any in path), e.g. {"asset_type": "native,ft"}.'),
 			url: z
 				.string({ error: "must be the destination URL (https://...)" })
-				.max(2000)
+				.max(2000, "must be at most 2000 characters")
 				.describe("Where the batches are POSTed: http(s), a host the server's --hook-allow-hosts allows."),
 			secret: z
 				.string({ error: "must be a string of 16 to 256 characters" })
 				.min(16, "must be at least 16 characters (it signs every delivery)")
 				.max(256, "must be at most 256 characters")
+				// Signed as UTF-8: a lone surrogate would be signed as U+FFFD, a key the receiver does not
+				// hold; control characters are most often a copy-paste accident (a newline, a NUL).
+				.refine((v) => Buffer.from(v, "utf8").toString("utf8") === v && ![...v].some((c) => c < " " || c === "\x7f"), {
+					message: "must be printable text (no control characters such as newlines, and valid Unicode)",
+				})
 				.describe("Signs every delivery (HMAC-SHA256); never answered back."),
 			confirmations: z
 				.number({ error: "must be a whole number from 0 to 64" })
@@ -136,6 +148,13 @@ function routeOf(chain: string, basePath: string, path: string, given: Record<st
 	const [rawPath, search] = path.split("?", 2) as [string, string | undefined];
 	let bare = rawPath;
 	if (basePath && bare.startsWith(`${basePath}/`)) bare = bare.slice(basePath.length);
+	// The feed asks this path of the route in process: a '#' would cut it short, a '..' segment or
+	// a percent-escape would lead elsewhere. A list route's path never has them.
+	if (!/^(\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+\/?$/.test(bare) || bare.split("/").some((seg) => seg === ".."))
+		throw badRequest(
+			"INVALID_HOOK_PATH",
+			`path ${JSON.stringify(rawPath.slice(0, 200))} has characters no list route's path has (only letters, digits and - . _ ~ between slashes, no '..', '#' or '%'): give the route's path as /docs shows it, its parameters in query`,
+		);
 	if (!bare.startsWith(`/${chain}/v1/`))
 		throw badRequest(
 			"INVALID_HOOK_PATH",
@@ -146,23 +165,31 @@ function routeOf(chain: string, basePath: string, path: string, given: Record<st
 			"INVALID_HOOK_PATH",
 			`path ${JSON.stringify(bare.slice(0, 200))} is not a list route: a hook takes one of ${STREAM_ROUTES.map((r) => r.replace(/:(\w+)/g, "{$1}")).join(", ")}`,
 		);
-	const query: Record<string, string> = {};
+	// No prototype: a parameter named constructor or __proto__ is a parameter (the route refuses it), not a clash.
+	const query: Record<string, string> = Object.create(null);
 	for (const [k, v] of new URLSearchParams(search ?? "")) {
-		if (k in query) throw badRequest("INVALID_HOOK_QUERY", `query parameter ${k} is given twice: give it once`);
+		if (Object.hasOwn(query, k))
+			throw badRequest("INVALID_HOOK_QUERY", `query parameter ${k} is given twice: give it once`);
 		query[k] = v;
 	}
 	for (const [k, v] of Object.entries(given ?? {})) {
-		if (k in query)
+		if (Object.hasOwn(query, k))
 			throw badRequest("INVALID_HOOK_QUERY", `query parameter ${k} is both in path and in query: give it once`);
 		query[k] = String(v);
 	}
-	const reserved = RESERVED.filter((k) => k in query);
+	for (const k of ["confirmations", "from_block"])
+		if (Object.hasOwn(query, k))
+			throw badRequest(
+				"INVALID_HOOK_QUERY",
+				`${k} is the hook's own field, not a parameter of its query: give it beside path, url and secret`,
+			);
+	const reserved = RESERVED.filter((k) => Object.hasOwn(query, k));
 	if (reserved.length > 0)
 		throw badRequest(
 			"INVALID_HOOK_QUERY",
 			`a hook cannot take ${reserved.join(", ")}: it delivers every item of the query in chain order, in batches, from its start (set from_block for another start)`,
 		);
-	return { path: bare, query };
+	return { path: bare, query: { ...query } };
 }
 
 export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRouteOptions) {
@@ -179,7 +206,8 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 	const checkQuery = (def: HookDef, authorization: string | undefined) =>
 		checkFeed(app, {
 			chain: def.chain,
-			path: def.path,
+			// Asked of the route in process: under the base path the routes are registered at.
+			path: `${opts.basePath}${def.path}`,
 			query: feedQuery(def),
 			headers: authorization ? { authorization } : {},
 			confirmations: def.confirmations,
@@ -206,12 +234,13 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 			if ("problem" in dest) throw badRequest("HOOK_URL_REFUSED", dest.problem);
 			const resolved = await resolvedProblem(dest.url, opts.policy);
 			if (resolved) throw badRequest("HOOK_URL_REFUSED", resolved);
-			const own = listHooks(ctx.dataDir, chain).filter((h) => h.owner === req.caller);
-			if (own.length >= MAX_HOOKS_PER_KEY)
-				throw badRequest(
+			const own = () => listHooks(ctx.dataDir, chain).filter((h) => h.owner === req.caller).length;
+			const tooMany = () =>
+				badRequest(
 					"TOO_MANY_HOOKS",
-					`this API key has ${own.length} hooks on ${chain}, the most one key may have: delete one first`,
+					`this API key has ${MAX_HOOKS_PER_KEY} hooks on ${chain}, the most one key may have: delete one first`,
 				);
+			if (own() >= MAX_HOOKS_PER_KEY) throw tooMany();
 			const def: HookDef = {
 				id: newHookId(),
 				chain,
@@ -227,7 +256,9 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 				replayed_at: null,
 			};
 			await checkQuery(def, req.headers.authorization);
-			await writeHook(ctx.dataDir, def);
+			// Counted again right before the rename (synchronously: no other request of this process
+			// in between), so hooks made at once cannot all pass the count above and overshoot it.
+			if (!(await writeHook(ctx.dataDir, def, () => own() < MAX_HOOKS_PER_KEY))) throw tooMany();
 			return reply
 				.code(201)
 				.header("Location", `${opts.basePath}/${chain}/v1/hooks/${def.id}`)
@@ -307,16 +338,27 @@ export function hookRoutes(app: FastifyInstance, ctx: ApiContext, opts: HookRout
 			},
 		},
 		async (req, reply) => {
-			const def = ownHook(req.params.chain_id, req.params.hook_id, req.caller);
-			const replayed: HookDef = {
-				...def,
+			let def = ownHook(req.params.chain_id, req.params.hook_id, req.caller);
+			const replay = (d: HookDef): HookDef => ({
+				...d,
 				from_block: req.body.from_block,
-				generation: def.generation + 1,
+				generation: d.generation + 1,
 				replayed_at: new Date().toISOString(),
-			};
-			await checkQuery(replayed, req.headers.authorization);
-			await writeHook(ctx.dataDir, replayed);
-			return reply.code(202).send(hookView(replayed, null));
+			});
+			await checkQuery(replay(def), req.headers.authorization);
+			// Written only over the hook as read: deleted meanwhile, it stays deleted (404); replayed
+			// meanwhile by another request, this one goes on top of it (the last replay wins).
+			for (let tries = 0; ; tries++) {
+				const replayed = replay(def);
+				const outcome = await replaceHook(ctx.dataDir, replayed);
+				if (outcome === "replaced") return reply.code(202).send(hookView(replayed, null));
+				if (outcome === "gone" || tries >= 20) break;
+				def = ownHook(req.params.chain_id, req.params.hook_id, req.caller);
+			}
+			throw notFound(
+				"HOOK_NOT_FOUND",
+				`hook ${def.id} was deleted (or replayed many times) while this replay ran: GET /${def.chain}/v1/hooks lists the hooks`,
+			);
 		},
 	);
 }
