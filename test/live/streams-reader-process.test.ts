@@ -1,12 +1,11 @@
-import { readFileSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { manifestPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/records.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
+import { manifestTime, spread, storedAt } from "../helpers/manifest-times.js";
 import { nodeCall, sendMined } from "../helpers/node-rpc.js";
 import { listedItems, type ServeProcess, startServe } from "../helpers/serve-process.js";
 import { appliedItems, openSse } from "../helpers/sse.js";
@@ -33,24 +32,6 @@ async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 60
 	throw new Error(`timed out waiting for ${what}; output:\n${procs.map((p) => p.output().slice(-2000)).join("\n")}`);
 }
 
-const manifestTime = () => statSync(manifestPath(dir, CHAIN), { throwIfNoEntry: false })?.mtimeMs ?? 0;
-
-/**
- * When the writer stored block `n`: the mtime of the first manifest after the one of mtime
- * `seen` that holds it (polled every 2 ms; after a reorg the old manifest held a block `n` too).
- */
-async function storedAt(n: number, seen = 0): Promise<number> {
-	const file = manifestPath(dir, CHAIN);
-	for (const end = Date.now() + 30_000; Date.now() < end; await sleep(2)) {
-		const mtime = manifestTime();
-		if (mtime === seen) continue;
-		seen = mtime;
-		const m = JSON.parse(readFileSync(file, "utf8")) as Manifest;
-		if (m.chunks.some((c) => c.to >= n)) return mtime;
-	}
-	throw new Error(`block ${n} not stored after 30 s`);
-}
-
 beforeAll(async () => {
 	anvil = await startAnvil({ chainId: 31337 });
 	work = await runWorkload({ rpcUrl: anvil.url });
@@ -72,7 +53,7 @@ describe("a stream from a reader process beside the writer", () => {
 		procs.push(reader);
 		const head = async () => Number(await nodeCall(anvil.url, "eth_blockNumber"));
 		const tip = await head();
-		await storedAt(tip);
+		await storedAt(manifestPath(dir, CHAIN), tip);
 		const wallet = work.accounts.alice.toLowerCase();
 		const path = `${reader.base}/${CHAIN}/v1/address/${wallet}/transfers?asset_type=native,ft,nft`;
 		const stream = openSse(`${path}&block_number_start=0`, AUTH);
@@ -85,9 +66,9 @@ describe("a stream from a reader process beside the writer", () => {
 		/** Mines a payment and measures writer-stored → reader's item for its block. */
 		const latencies: number[] = [];
 		const payAndTime = async (v: number) => {
-			const before = manifestTime();
+			const before = manifestTime(manifestPath(dir, CHAIN));
 			const block = await pay(v);
-			const stored = await storedAt(block, before);
+			const stored = await storedAt(manifestPath(dir, CHAIN), block, before);
 			// By its value: after the reorg, a block of the old branch had the same number.
 			const mine = (data: string) => JSON.parse(data).value === String(v);
 			await until(
@@ -121,11 +102,10 @@ describe("a stream from a reader process beside the writer", () => {
 		expect(got).toEqual(want);
 		expect(got.map((t) => t.value)).toEqual(expect.arrayContaining(["9203", "9004"]));
 		expect(got.map((t) => t.value)).not.toContain("9101");
-		latencies.sort((a, b) => a - b);
 		console.log(
-			`reader process beside serve --follow: writer stored block -> reader's item, ms over ${latencies.length} blocks: ` +
-				`min ${latencies[0]?.toFixed(1)}, p50 ${latencies[Math.floor(latencies.length / 2)]?.toFixed(1)}, max ${latencies.at(-1)?.toFixed(1)}`,
+			`reader process beside serve --follow: writer stored block -> reader's item: ${spread(latencies)} blocks`,
 		);
+		latencies.sort((x, y) => x - y);
 		// Generous (a loaded machine): the reader's poll fallback alone is 250 ms.
 		expect(latencies.at(-1)).toBeLessThan(5000);
 	}, 90_000);
