@@ -2,7 +2,9 @@
  * The notebook examples of examples/ run against a served anvil chain (a real socket, the SQL
  * endpoint on) and print what the API's JSON answers say: the wallet's transfer count, the
  * column types, and what it received per token standard. The Python one needs pandas
- * (python3-pandas; .ci/run installs it): without it, that test is skipped and says why.
+ * (python3-pandas; .ci/run installs it): without it, that test is skipped and says why. The
+ * webhook receivers and the stream consumers (curl, Node, Python) run against the same chain;
+ * the stream consumers through a proxy that drops their first connection mid-stream.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { type AddressInfo, connect, createServer } from "node:net";
