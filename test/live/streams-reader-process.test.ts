@@ -61,6 +61,8 @@ describe("a stream from a reader process beside the writer", () => {
 			stream.events.some((e) => e.event === "head" && JSON.parse(e.data).scanned_through === tip),
 		);
 
+		// From the next block on, past the stored head: only the blocks to come.
+		const future = openSse(`${path}&block_number_start=${tip + 1}`, AUTH);
 		const pay = (v: number) =>
 			sendMined(anvil.url, { from: work.accounts.bob, to: wallet, value: `0x${v.toString(16)}` });
 		/** Mines a payment and measures writer-stored → reader's item for its block. */
@@ -97,9 +99,16 @@ describe("a stream from a reader process beside the writer", () => {
 			stream.events.some((e) => e.event === "head" && JSON.parse(e.data).scanned_through === last),
 		);
 		const want = await listedItems(path, AUTH);
+		await until(
+			`the stream from the next block at the node's head (${future.status()}: ${future.body().slice(0, 300)})`,
+			() => future.events.some((e) => e.event === "head" && JSON.parse(e.data).scanned_through === last),
+		);
 		stream.close();
+		future.close();
 		const got = appliedItems(stream.events);
 		expect(got).toEqual(want);
+		expect(future.status()).toBe(200);
+		expect(appliedItems(future.events)).toEqual(want.filter((t) => Number(t.block_number) > tip));
 		expect(got.map((t) => t.value)).toEqual(expect.arrayContaining(["9203", "9004"]));
 		expect(got.map((t) => t.value)).not.toContain("9101");
 		console.log(
