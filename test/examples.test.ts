@@ -2,9 +2,12 @@
  * The notebook examples of examples/ run against a served anvil chain (a real socket, the SQL
  * endpoint on) and print what the API's JSON answers say: the wallet's transfer count, the
  * column types, and what it received per token standard. The Python one needs pandas
- * (python3-pandas; .ci/run installs it): without it, that test is skipped and says why.
+ * (python3-pandas; .ci/run installs it): without it, that test is skipped and says why. The
+ * webhook receivers and the stream consumers (curl, Node, Python) run against the same chain;
+ * the stream consumers through a proxy that drops their first connection mid-stream.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type AddressInfo, connect, createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllowHosts } from "../src/api/hooks/destinations.js";
 import { type HookDelivery, startHookDelivery } from "../src/api/hooks/hook-delivery.js";
@@ -12,6 +15,7 @@ import { DEFAULT_DELIVERY } from "../src/api/hooks/hook-worker.js";
 import { createMemoryLogger } from "../src/util/logger.js";
 import { type ApiFixture, AUTH, startApiOnWorkload, TEST_KEY } from "./helpers/api.js";
 import { REPO_ROOT, runScript } from "./helpers/cli.js";
+import { appliedItems, parseSse } from "./helpers/sse.js";
 
 let f: ApiFixture;
 let base: string;
@@ -185,5 +189,117 @@ describe("examples/ webhooks: hook-create.sh, then a receiver that checks signat
 		// Its line may reach this process just after the answer.
 		for (let i = 0; i < 40 && !out.text.includes("refused"); i++) await new Promise((r) => setTimeout(r, 50));
 		expect(out.text).toContain("refused: bad signature");
+	});
+});
+
+/** Every item id of the wallet's transfers from block 0 to `end`, as the JSON list route answers them. */
+async function listedIds(assets: string, end: number): Promise<string[]> {
+	const ids: string[] = [];
+	for (let offset = ""; ; ) {
+		const page = await f.get(
+			`/${f.chain}/v1/address/${address}/transfers?asset_type=${assets}&block_number_start=0&block_number_end=${end}&limit=1000${offset ? `&offset=${offset}` : ""}`,
+			AUTH,
+		);
+		ids.push(...(page.body.items ?? []).map((t) => String(t.id)));
+		const range = page.body.range as { has_more: boolean; next_offset: string };
+		if (!range.has_more) return ids;
+		offset = range.next_offset;
+	}
+}
+
+/**
+ * A TCP proxy in front of the API that cuts its first connection after `bytes` of the answer (a
+ * dropped stream, mid-event), and passes the ones after it whole: the consumer must resume.
+ */
+async function cuttingProxy(target: string, bytes: number) {
+	const { port, hostname } = new URL(target);
+	let connections = 0;
+	const server = createServer((client) => {
+		const first = connections++ === 0;
+		const upstream = connect(Number(port), hostname);
+		client.pipe(upstream);
+		let sent = 0;
+		upstream.on("data", (c: Buffer) => {
+			if (first && sent + c.length >= bytes) {
+				client.end(c.subarray(0, bytes - sent));
+				upstream.destroy();
+				client.destroy();
+				return;
+			}
+			sent += c.length;
+			client.write(c);
+		});
+		upstream.on("end", () => client.end());
+		for (const s of [client, upstream]) s.on("error", () => {});
+	});
+	await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+	return {
+		url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+		connections: () => connections,
+		close: () => new Promise((r) => server.close(r)),
+	};
+}
+
+/** Runs a command of examples/ to its end (not spawnSync: the API it asks runs in this process). */
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}) {
+	const child = spawn(command, args, { cwd: REPO_ROOT, env: { ...process.env, ...env } });
+	const out = { stdout: "", stderr: "", code: null as number | null };
+	child.stdout.on("data", (c) => {
+		out.stdout += c;
+	});
+	child.stderr.on("data", (c) => {
+		out.stderr += c;
+	});
+	return new Promise<typeof out>((resolve) =>
+		child.on("close", (code) => {
+			out.code = code;
+			resolve(out);
+		}),
+	);
+}
+
+describe("examples/ streams: curl, and consumers that resume after a dropped connection", () => {
+	let head: number;
+	beforeAll(async () => {
+		head = Number((await f.get(`/${f.chain}/v1/blocks/latest`, AUTH)).body.number);
+	});
+
+	it("stream-curl.sh prints the events whose items are the list route's", async () => {
+		const r = await run("sh", ["examples/stream-curl.sh"], {
+			BASE: base,
+			KEY: TEST_KEY,
+			CHAIN: f.chain,
+			WALLET: address,
+			END: String(head),
+		});
+		expect(r.code, r.stderr).toBe(0);
+		const { events } = parseSse(r.stdout);
+		expect(events.at(-1)?.event).toBe("end");
+		const want = await listedIds("native,ft", head);
+		expect(want.length).toBeGreaterThan(0);
+		expect(appliedItems(events).map((t) => String(t.id))).toEqual(want);
+	});
+
+	it.each([
+		["stream-consumer.mjs (Node)", process.execPath, ["examples/stream-consumer.mjs"]],
+		["stream_consumer.py (Python, standard library only)", "python3", ["examples/stream_consumer.py"]],
+	])("%s resumes with Last-Event-ID and holds exactly the list route's items", async (_name, command, script) => {
+		const proxy = await cuttingProxy(base, 3000);
+		try {
+			const r = await run(command, [
+				...script,
+				...["--url", proxy.url, "--key", TEST_KEY, "--chain", f.chain, "--address", address, "--end", String(head)],
+			]);
+			expect(r.code, r.stderr).toBe(0);
+			// Cut after some items: it resumed after one of them, on a second connection.
+			expect(r.stderr).toMatch(/stream cut: resuming after [A-Za-z0-9_-]{20,}/);
+			expect(proxy.connections()).toBe(2);
+			const held = [...r.stdout.matchAll(/^holding (\S+) block \d+$/gm)].map((m) => m[1]);
+			const want = await listedIds("native,ft,nft", head);
+			expect(want.length).toBeGreaterThan(10);
+			expect(held).toEqual(want);
+		} finally {
+			await proxy.close();
+		}
 	});
 });

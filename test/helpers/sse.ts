@@ -35,6 +35,8 @@ export function parseSse(text: string): { events: SseEvent[]; rest: string } {
 export function openSse(url: string, headers: Record<string, string>) {
 	const ac = new AbortController();
 	const events: SseEvent[] = [];
+	/** When each event arrived (Date.now()), in the order of `events`. */
+	const times: number[] = [];
 	let status = 0;
 	let body = "";
 	const ended = (async () => {
@@ -50,6 +52,7 @@ export function openSse(url: string, headers: Record<string, string>) {
 				body += text;
 				const { events: got, rest } = parseSse(buf);
 				events.push(...got);
+				for (const _ of got) times.push(Date.now());
 				buf = rest;
 			}
 		} catch (err) {
@@ -58,6 +61,7 @@ export function openSse(url: string, headers: Record<string, string>) {
 	})();
 	return {
 		events,
+		times,
 		status: () => status,
 		body: () => body,
 		ended,
@@ -65,4 +69,17 @@ export function openSse(url: string, headers: Record<string, string>) {
 			ac.abort();
 		},
 	};
+}
+
+/** A consumer applying a stream's events: items appended, those above a reorg's block dropped. */
+export function appliedItems(events: SseEvent[]): Record<string, unknown>[] {
+	let items: Record<string, unknown>[] = [];
+	for (const e of events) {
+		if (e.event === "item") items.push(JSON.parse(e.data));
+		else if (e.event === "reorg") {
+			const n = JSON.parse(e.data).block_number as number;
+			items = items.filter((i) => Number(i.block_number) <= n);
+		}
+	}
+	return items;
 }

@@ -95,7 +95,7 @@ async function planFeed(app: FastifyInstance, req: FeedRequest): Promise<Plan> {
 	if (q.block_number_start !== undefined && q.block_number_end === undefined) q.block_number_end = "latest";
 	const ask = { path: req.path, query: q, headers: req.headers };
 	// The route's own checks (key, parameters, chain, range) and its resolution of the range.
-	const probe = await listPage(app, ask, { limit: 1 });
+	const probe = await listPage(app, ask, { limit: 1 }).catch((err) => probePastHead(app, req.chain, ask, err));
 	const e = req.query.block_number_end;
 	const resolvedOnce =
 		req.query.timestamp_end !== undefined || req.query.block_hash !== undefined || e?.startsWith("-") === true;
@@ -108,6 +108,32 @@ async function planFeed(app: FastifyInstance, req: FeedRequest): Promise<Plan> {
 		blocks: isBlocksRoute(req.path),
 		cursor,
 	};
+}
+
+/**
+ * A stream that starts past the stored head (the blocks to come, from a given number on), which
+ * the list route refuses (its end, the head, would be before its start): the route checks the
+ * rest with the range started at the head, and the stream starts where it was asked. Any other
+ * refusal is the route's.
+ */
+async function probePastHead(app: FastifyInstance, chain: string, ask: PageAsk, err: unknown): Promise<ListPage> {
+	const { block_number_start: s, block_number_end: e } = ask.query;
+	const head = err instanceof ApiError && err.code === "INVALID_RANGE" ? app.live.store.snapshot(chain).head() : null;
+	if (
+		head === null ||
+		s === undefined ||
+		!/^\d+$/.test(s) ||
+		Number(s) <= head ||
+		!(e === "latest" || /^\d+$/.test(e ?? ""))
+	)
+		throw err;
+	if (e !== "latest" && Number(e) < Number(s)) throw err;
+	const probe = await listPage(
+		app,
+		{ ...ask, query: { ...ask.query, block_number_start: String(head) } },
+		{ limit: 1 },
+	);
+	return { ...probe, start: Number(s) };
 }
 
 /**
