@@ -19,7 +19,7 @@ import { nodeCall, sendMined } from "../helpers/node-rpc.js";
 /**
  * Webhooks end to end on a real anvil chain: the workload, the follower in this process, the API
  * with its deliverer, and a real receiver on loopback (test/helpers/hook-receiver.ts) that checks
- * every signature. What the receiver holds, after reorgs 1 and 3 deep (evm_snapshot/evm_revert)
+ * every signature. What the receiver holds, after reorgs 1, 3 and 10 deep and an A → B → A return (evm_snapshot/evm_revert)
  * and a spell of 500s, equals what the list route answers for the same query.
  */
 const CHAIN = 31337;
@@ -96,16 +96,17 @@ async function stateWhen(id: string, ok: (s: Record<string, unknown>) => boolean
 	return state;
 }
 
-/** The stored head, once the follower has stored the node's. */
+/** The stored head, once the follower has stored the node's (the same block: number and hash). */
 async function stored(): Promise<number> {
-	const head = Number(await rpc("eth_blockNumber"));
+	const tip = (await rpc("eth_getBlockByNumber", ["latest", false])) as { number: string; hash: string };
+	const head = Number(tip.number);
 	// A wait, not a timing check: long enough for a loaded machine.
 	for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
 		const r = await inject("GET", `/${C}/v1/blocks/latest`);
-		if (r.status === 200 && r.body.number === head) return head;
+		if (r.status === 200 && r.body.number === head && r.body.hash === tip.hash) return head;
 		await sleep(50);
 	}
-	throw new Error(`the follower did not store block ${head}`);
+	throw new Error(`the follower did not store block ${head} (${tip.hash})`);
 }
 
 /** A native transfer to the wallet, mined in its own block. */
@@ -113,7 +114,8 @@ const pay = (wei: number) =>
 	sendMined(anvil.url, { from: work.accounts.bob, to: wallet, value: `0x${wei.toString(16)}` });
 
 beforeAll(async () => {
-	anvil = await startAnvil({ chainId: CHAIN });
+	// A zero base fee: otherwise the base fee after a revert differs and A's hash cannot come back (A → B → A).
+	anvil = await startAnvil({ chainId: CHAIN, args: ["--block-base-fee-per-gas", "0"] });
 	work = await runWorkload({ rpcUrl: anvil.url });
 	wallet = work.accounts.alice.toLowerCase();
 	dir = await mkdtemp(join(tmpdir(), "chainlake-hooks-"));
@@ -122,7 +124,8 @@ beforeAll(async () => {
 		dataDir: dir,
 		logger,
 		pollMs: 100,
-		finalityDepth: 8,
+		// Above the deepest reorg below (10 blocks): a reorg deeper than it is the follower's to refuse.
+		finalityDepth: 16,
 		partitionSize: 16,
 	});
 	for (let i = 0; i < 200 && follow.sources.get(C)?.stats.lastStepAt == null; i++) await sleep(50);
@@ -240,7 +243,7 @@ describe("deliveries", () => {
 		expect(forged.status).toBe(401);
 	});
 
-	it.each([1, 3])("retract a reorg %i blocks deep exactly, then go on with the new branch", async (depth) => {
+	it.each([1, 3, 10])("retract a reorg %i blocks deep exactly, then go on with the new branch", async (depth) => {
 		await stored();
 		const snapshot = await rpc("evm_snapshot");
 		const base = Number(await rpc("eth_blockNumber"));
@@ -259,6 +262,47 @@ describe("deliveries", () => {
 			Array.from({ length: depth + 1 }, (_, i) => String(2000 + depth * 10 + i)),
 		);
 		expect(receiver.outOfOrder).toEqual([]);
+	});
+
+	it("follow an A → B → A return at one height: the receiver ends with A's items again", async () => {
+		await stored();
+		const { bob } = work.accounts;
+		// Blocks mined by hand at chosen times: the same transaction at the same time and height
+		// gives the same block hash, so the chain really returns to A.
+		const mineAt = async (time: number, wei: number) => {
+			await rpc("eth_sendTransaction", [{ from: bob, to: wallet, value: `0x${wei.toString(16)}`, gas: "0x5208" }]);
+			await rpc("evm_mine", [time]);
+		};
+		await rpc("evm_setAutomine", [false]);
+		try {
+			const fork = await rpc("evm_snapshot");
+			const base = Number(await rpc("eth_blockNumber"));
+			const t =
+				Number(((await rpc("eth_getBlockByNumber", ["latest", false])) as { timestamp: string }).timestamp) + 12;
+			await mineAt(t, 5001);
+			const a = (await rpc("eth_getBlockByNumber", ["latest", false])) as { hash: string };
+			await stored();
+			await converged();
+			const before = receiver.applied.length;
+			await rpc("evm_revert", [fork]);
+			const fork2 = await rpc("evm_snapshot");
+			await mineAt(t + 5, 6001);
+			expect(await stored()).toBe(base + 1);
+			expect(((await converged()).at(-1) as { value: string }).value).toBe("6001");
+			await rpc("evm_revert", [fork2]);
+			await mineAt(t, 5001);
+			const back = (await rpc("eth_getBlockByNumber", ["latest", false])) as { hash: string };
+			expect(back.hash).toBe(a.hash);
+			await stored();
+			const items = await converged();
+			expect(items.filter((i) => Number(i.block_number) > base).map((i) => i.value)).toEqual(["5001"]);
+			// Each return was told: the receiver applied a reorg to `base` twice.
+			const reorgs = receiver.applied.slice(before).filter((e) => e.type === "reorg");
+			expect(reorgs.filter((e) => e.block_number === base).length).toBeGreaterThanOrEqual(2);
+			expect(receiver.outOfOrder).toEqual([]);
+		} finally {
+			await rpc("evm_setAutomine", [true]);
+		}
 	});
 
 	it("retry a failing destination with backoff, mark the hook failing, and recover", async () => {
