@@ -13,7 +13,6 @@
  *    and without the idle streams, and the active stream's latency meanwhile.
  * Never asserts; prints the figures.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
@@ -24,7 +23,7 @@ import { manifestPath } from "../src/store/format/layout.js";
 import { flagUsage, startCli } from "../src/util/cli.js";
 import { startAnvil } from "../src/workload/anvil.js";
 import { fmt, summarise } from "./bench/measure.js";
-import { assertPortFree } from "./bench/server.js";
+import { startService } from "./bench/server.js";
 
 const options = {
 	blocks: { type: "string", default: "30" },
@@ -50,44 +49,30 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Service {
 	base: string;
-	child: ChildProcess;
+	stop(): Promise<void>;
 	rss(): number;
 	cpuMs(): number;
 }
 
+/** The service (scripts/bench/server.ts) following the anvil chain, once it has stored a block. */
 async function startServe(dataDir: string, port: number, rpc: string, pollMs: number): Promise<Service> {
-	await assertPortFree(port, "the service");
-	const child = spawn(
-		process.execPath,
-		[
-			"--max-old-space-size=512",
-			"--import",
-			"tsx",
-			"scripts/serve.ts",
-			...["--data-dir", dataDir, "--port", String(port), "--rate-limit", "0"],
+	const svc = await startService(dataDir, port, KEYS[0] as string, {
+		keys: KEYS.slice(1),
+		args: [
 			...["--follow", `${CHAIN}=${rpc}`, "--poll-ms", String(pollMs)],
 			...["--max-streams", String(STREAMS + 10), "--max-streams-per-key", String(PER_KEY)],
 		],
-		{ env: { ...process.env, CHAINLAKE_API_KEYS: KEYS.join(",") }, stdio: ["ignore", "ignore", "pipe"] },
-	);
-	let stderr = "";
-	child.stderr?.on("data", (d) => {
-		stderr = (stderr + String(d)).slice(-4000);
 	});
-	const base = `http://127.0.0.1:${port}`;
 	for (let i = 0; ; i++) {
-		if (child.exitCode != null) throw new Error(`service exited: ${stderr}`);
-		try {
-			const r = await fetch(`${base}/${CHAIN}/v1/blocks/latest`, { headers: { authorization: `Bearer ${KEYS[0]}` } });
-			if (r.ok) break;
-		} catch {}
-		if (i > 600) throw new Error(`service did not start: ${stderr}`);
+		const r = await fetch(`${svc.base}/${CHAIN}/v1/blocks/latest`, { headers: { authorization: `Bearer ${KEYS[0]}` } });
+		if (r.ok) break;
+		if (i > 600) throw new Error(`the follower stored no block in 60 s (HTTP ${r.status})`);
 		await sleep(100);
 	}
-	const pid = child.pid as number;
+	const { pid } = svc;
 	return {
-		base,
-		child,
+		base: svc.base,
+		stop: () => svc.stop(),
 		rss: () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024,
 		cpuMs: () => {
 			// Fields 14 and 15 of /proc/<pid>/stat (after the command's parenthesis): utime, stime in ticks.
@@ -247,8 +232,7 @@ async function run(pollMs: number) {
 	active.close();
 	watching = false;
 	await watch;
-	svc.child.kill("SIGTERM");
-	await new Promise((r) => svc.child.once("exit", r));
+	await svc.stop();
 	await anvil.stop();
 	await rm(dir, { recursive: true, force: true });
 }

@@ -24,7 +24,13 @@ export async function assertPortFree(port: number, what: string): Promise<void> 
 	if (taken) throw new Error(`port ${port} (${what}) is taken by another process: pass another --port`);
 }
 
-export async function startService(dataDir: string, port: number, key: string): Promise<ServiceProcess> {
+/** `more`: flags after the ones here (e.g. `--follow`), and further API keys beside `key`. */
+export async function startService(
+	dataDir: string,
+	port: number,
+	key: string,
+	more: { args?: string[]; keys?: string[] } = {},
+): Promise<ServiceProcess> {
 	await assertPortFree(port, "the service");
 	const child: ChildProcess = spawn(
 		process.execPath,
@@ -40,8 +46,12 @@ export async function startService(dataDir: string, port: number, key: string): 
 			String(port),
 			"--rate-limit",
 			"0",
+			...(more.args ?? []),
 		],
-		{ env: { ...process.env, CHAINLAKE_API_KEYS: key }, stdio: ["ignore", "ignore", "pipe"] },
+		{
+			env: { ...process.env, CHAINLAKE_API_KEYS: [key, ...(more.keys ?? [])].join(",") },
+			stdio: ["ignore", "ignore", "pipe"],
+		},
 	);
 	let stderr = "";
 	child.stderr?.on("data", (d) => {
