@@ -37,12 +37,17 @@ export default defineConfig({
 		// Tests start real anvil nodes and DuckDB; the CI machine has 2 cores.
 		testTimeout: 120_000,
 		hookTimeout: 120_000,
-		maxWorkers: 2,
+		// Three files at once on two cores: much of a file's time is waiting (for anvil, a
+		// follower's poll, a child process, a deadline), and with two workers the cores sat idle
+		// a fifth of the run (user+sys 1,074 s in 593 s). Measured, whole npm test on this
+		// machine: 10 min 12 s with 2 workers, 8 min 46 s with 3 (docs/testing.md).
+		maxWorkers: 3,
 		// The slowest files first when Vitest has no timings of its own: test/setup/sequencer.ts.
 		sequence: { sequencer: SlowFirstSequencer },
 		env: tmp ? { TMPDIR: tmp } : {},
-		// Names the file of a worker that died (Vitest does not): test/setup/worker-deaths.ts.
-		globalSetup: ["test/setup/worker-deaths.ts"],
+		// Names the file of a worker that died (Vitest does not): test/setup/worker-deaths.ts; the
+		// scripts the tests start, as JavaScript: test/setup/compiled-scripts.ts.
+		globalSetup: ["test/setup/worker-deaths.ts", "test/setup/compiled-scripts.ts"],
 		setupFiles: ["test/setup/file-journal.ts"],
 		// Each file's heap in the report: a file that grows toward the limit shows before it aborts.
 		logHeapUsage: true,

@@ -257,8 +257,13 @@ describe.concurrent("a damaged manifest", () => {
 		["deleted", (p) => rmSync(p), /it is missing, while its previous generation is there/],
 	];
 
+	// The failing runs are each kind's own code; the restore after them is the same path for every
+	// kind, so npm test runs it for two (a parse failure and a missing file) and
+	// CHAINLAKE_CRASH_FULL=1 (npm run test:long, which CI runs) for all five.
+	const restoreAll = process.env.CHAINLAKE_CRASH_FULL === "1";
+	const restoreOf = new Set(["cut short", "deleted"]);
 	it.each(damage)(
-		"%s: backfill and verify fail naming the file and the restore; the restore and a backfill repair it",
+		`%s: backfill and verify fail naming the file and the restore${restoreAll ? "; the restore and a backfill repair it" : " (cut short, deleted: the restore and a backfill repair it)"}`,
 		async (name, hurt, problem) => {
 			const dir = await copyOfClean(`manifest-${name.replace(/\W/g, "")}`);
 			hurt(manifestFile(dir));
@@ -272,6 +277,7 @@ describe.concurrent("a damaged manifest", () => {
 			}
 			// No data file was removed as "unlisted" meanwhile.
 			expect(existsSync(fileOf(dir, "blocks", chunkAt(clean, 20)))).toBe(true);
+			if (!restoreAll && !restoreOf.has(name)) return;
 
 			const restored = await verify(dir, "--restore-manifest");
 			expect(restored.code, restored.stdout + restored.stderr).toBe(0);
