@@ -3,7 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { stringifyExact } from "../answers/records.js";
 import { ApiError, badRequest, errorBody } from "../errors.js";
 import { API_CSP, EXPOSED_HEADERS } from "../security-headers.js";
-import { checkFeed, type FeedRequest, openFeed } from "./feed.js";
+import { openFeed } from "./feed.js";
+import { checkFeed, type FeedRequest } from "./feed-plan.js";
 import { FEED_HEADER } from "./live-options.js";
 import { sseEvent, writeEvents } from "./sse-writer.js";
 
