@@ -4,7 +4,9 @@
  * transaction and block by hash through the query layer alone and through the app (Fastify's
  * inject: routing, the key check, validation, caching headers, the answer's JSON), and the
  * memoised /blocks/latest (the app alone). Prints wall time and this process's CPU time (DuckDB's
- * threads included) a request; never asserts.
+ * threads included) a request; then a median wallet's transfers page (limit 100, oldest and
+ * newest first) statement by statement: each statement's window of blocks, time and rows, as the
+ * query layer runs them (query/list.ts: the probe, then windows of 1, 2, 4 ... chunks). Never asserts.
  */
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,8 +15,11 @@ import { parseArgs } from "node:util";
 import { buildApp } from "../src/api/app.js";
 import { createKeyring } from "../src/api/keys.js";
 import { findBlockByHash } from "../src/query/blocks.js";
+import type { Page } from "../src/query/list.js";
 import { createStore } from "../src/query/store/create-store.js";
+import type { Snapshot } from "../src/query/store/store.js";
 import { findTransactionWithLogs } from "../src/query/transactions.js";
+import { findTransfers } from "../src/query/transfers.js";
 import { type SynthTargets, targetsPath } from "../src/synth/targets.js";
 import { parseChainId } from "../src/util/chain.js";
 import { flagUsage, startCli } from "../src/util/cli.js";
@@ -61,7 +66,38 @@ const get = (url: string) => async () => {
 	if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body.slice(0, 200)}`);
 };
 
+/** A snapshot whose statements note their window, time and rows in `log`. */
+function noting(snap: Snapshot, log: string[]): Snapshot {
+	const query: Snapshot["query"] = async (sql, params, window, key) => {
+		const t = performance.now();
+		const rows = await snap.query(sql, params, window, key);
+		log.push(`blocks ${window?.join("-") ?? "all"}: ${(performance.now() - t).toFixed(2)} ms, ${rows.length} rows`);
+		return rows;
+	};
+	return Object.assign(Object.create(snap) as Snapshot, { query });
+}
+
+/** A median wallet's transfers page, statement by statement (the run's median of 15, after 3 unmeasured). */
+async function statements(wallet: string, order: Page["order"]): Promise<void> {
+	const page: Page = { start: 0, end: targets.head, limit: 100, order };
+	let runs: { ms: number; log: string[] }[] = [];
+	for (let i = 0; i < 18; i++) {
+		const log: string[] = [];
+		const t = performance.now();
+		await findTransfers(noting(store.snapshot(chain.id), log), { address: wallet }, page);
+		runs.push({ ms: performance.now() - t, log });
+	}
+	runs = runs.slice(3).sort((a, b) => a.ms - b.ms);
+	const median = runs[runs.length >> 1] as { ms: number; log: string[] };
+	console.log(`wallet ${wallet} transfers, ${order === "asc" ? "oldest" : "newest"} first: ${median.ms.toFixed(2)} ms`);
+	for (const line of median.log) console.log(`  ${line}`);
+}
+
 try {
+	for (const w of targets.addresses.median.slice(0, 3)) {
+		await statements(w.value, "asc");
+		await statements(w.value, "desc");
+	}
 	await measure("app: /blocks/latest (memoised)", get("/blocks/latest"));
 	await measure("query layer: tx by hash with logs", () => findTransactionWithLogs(store.snapshot(chain.id), tx));
 	await measure("app: /txs/{hash}", get(`/txs/${tx}`));

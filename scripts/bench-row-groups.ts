@@ -4,7 +4,13 @@
  *  1. by-address: files of 32 row groups cut from the newest `transfers_by_address` around quiet
  *     wallets, in groups of 16,384, 4,096 and 2,048 rows (DuckDB's COPY): a wallet's 15 columns;
  *  2. lookup records: 65,536 of the newest `transaction_records`, in DuckDB's groups of 2,048 and
- *     in 2,048, 512, 256 and 128 by the small-groups writer (src/store/files/small-groups.ts).
+ *     in 2,048, 512, 256 and 128 by the small-groups writer (src/store/files/small-groups.ts);
+ *  3. by-address rows as records: the same 32 groups of 4,096 rows around each quiet wallet as
+ *     in 1, rewritten with the transfer pre-encoded in one JSON-array column beside the key
+ *     (`address, id, block_number, record`), and with the columns a wallet page filters on kept
+ *     beside it (asset type, standard, contract, sender, recipient), in groups of 4,096 and 2,048
+ *     (DuckDB) and 2,048 and 1,024 (small-groups writer, every column text): what a wallet's page
+ *     would cost per file read with records instead of 15 columns, and the bytes.
  * Each: p50 of a prepared lookup over sampled keys (metadata cache on, one thread), and the bytes.
  * Figures are printed, never asserted. Scratch files go to a temporary folder, removed at the end.
  */
@@ -75,6 +81,7 @@ try {
 	).getRowObjectsJS() as { address: string; at: bigint }[];
 	console.log(`by-address: ${byAddress}, ${wallets.length} quiet wallets`);
 	for (const size of [16_384, 4_096, 2_048]) {
+		// (Section 3 rewrites the 4,096 windows.)
 		const times: number[] = [];
 		let bytes = 0;
 		let rows = 0;
@@ -120,6 +127,75 @@ try {
 		await writeSmallGroups(conn, "SELECT * FROM r ORDER BY hash", out, size);
 		console.log(
 			`  small-groups writer, groups of ${size}: p50 ${(await p50(conn, lookup(out), hashes)).toFixed(2)} ms, ${await mb(out)} MiB`,
+		);
+	}
+
+	// 3. The by-address windows of section 1 (32 groups of 4,096 rows) as records.
+	const rest = TRANSFER_COLUMNS.split(", ").filter((c) => !["id", "block_number"].includes(c));
+	const json = (cols: string[]) => `to_json([${cols.map((c) => `${c}::VARCHAR`).join(", ")}])::VARCHAR`;
+	const FILTERS = ["asset_type", "token_standard", "contract", "sender", "recipient"];
+	const layouts: { name: string; select: string; read: string; size: number; small: boolean }[] = [];
+	for (const size of [4_096, 2_048])
+		layouts.push(
+			{
+				name: `record only, DuckDB, groups of ${size}`,
+				select: `SELECT address, id, block_number, ${json(rest)} AS record`,
+				read: "id, block_number, record",
+				size,
+				small: false,
+			},
+			{
+				name: `record + filter columns, DuckDB, groups of ${size}`,
+				select: `SELECT address, id, block_number, ${FILTERS.join(", ")}, ${json(rest.filter((c) => !FILTERS.includes(c)))} AS record`,
+				read: `id, block_number, ${FILTERS.join(", ")}, record`,
+				size,
+				small: false,
+			},
+		);
+	for (const size of [2_048, 1_024])
+		layouts.push({
+			name: `record only, small-groups writer, groups of ${size}`,
+			select: `SELECT address, id, block_number::VARCHAR AS block_number, ${json(rest)} AS record`,
+			read: "id, block_number, record",
+			size,
+			small: true,
+		});
+	console.log("by-address as records (the same 32 x 4,096 rows around each wallet as in 1):");
+	for (const layout of [
+		{
+			name: "15 columns, DuckDB, groups of 4,096 (as in 1)",
+			select: "",
+			read: TRANSFER_COLUMNS,
+			size: 4_096,
+			small: false,
+		},
+		...layouts,
+	]) {
+		const times: number[] = [];
+		let bytes = 0;
+		let rows = 0;
+		for (const [i, w] of wallets.entries()) {
+			const from = Math.max(1, Number(w.at) - 16 * 4_096);
+			const window = `FROM t WHERE rn >= ${from} AND rn < ${from + 32 * 4_096}`;
+			const out = join(scratch, `records-by-address-${layouts.indexOf(layout as never)}-${i}.parquet`);
+			if (layout.small) await writeSmallGroups(conn, `${layout.select} ${window} ORDER BY rn`, out, layout.size);
+			else
+				await conn.run(
+					`COPY (${layout.select || "SELECT * EXCLUDE rn"} ${window} ORDER BY rn) TO ${quote(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${layout.size})`,
+				);
+			times.push(
+				await p50(
+					conn,
+					`SELECT ${layout.read} FROM read_parquet(${quote(out)}) WHERE address = $k`,
+					Array(12).fill(w.address),
+				),
+			);
+			bytes += (await stat(out)).size;
+			rows += Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet(${quote(out)})`)).getRows()[0]?.[0]);
+		}
+		times.sort((a, b) => a - b);
+		console.log(
+			`  ${layout.name}: p50 ${(times[times.length >> 1] as number).toFixed(2)} ms a lookup, ${(bytes / rows).toFixed(1)} bytes a row`,
 		);
 	}
 } finally {
