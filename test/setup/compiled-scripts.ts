@@ -9,7 +9,7 @@ import { buildSync } from "esbuild";
  * transform, the one tsx applies to each file as it loads it; no bundling, so every module and
  * relative path keeps its place), for the test helpers to start scripts from
  * (test/helpers/cli.ts spawnScript). A script started under `--import tsx` spent about 1.3 s of
- * CPU on start-up here, 0.4 s as JavaScript; the tests start a few hundred, on two cores.
+ * CPU on start-up here (`verify --help`), 0.4 s as JavaScript; the tests start many, on two cores.
  * `npm run ...` itself (tsx) stays covered: test/crash/stop-signals.test.ts and the examples
  * start the commands through npm, and the CLI tests of scripts whose work depends on their own
  * place in the repository run them under tsx (cli.ts TSX_ONLY).
