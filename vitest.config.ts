@@ -40,7 +40,7 @@ export default defineConfig({
 		// Three files at once on two cores: much of a file's time is waiting (for anvil, a
 		// follower's poll, a child process, a deadline), and with two workers the cores sat idle
 		// a fifth of the run (user+sys 1,074 s in 593 s). Measured, whole npm test on this
-		// machine: 10 min 12 s with 2 workers, 8 min 46 s with 3 (docs/testing.md).
+		// machine: 10 min 12 s with 2 workers, 8 min 05-46 s with 3 (docs/testing.md).
 		maxWorkers: 3,
 		// The slowest files first when Vitest has no timings of its own: test/setup/sequencer.ts.
 		sequence: { sequencer: SlowFirstSequencer },
