@@ -70,6 +70,40 @@ async function p50(c: DuckDBConnection, sql: string, sample: string[]): Promise<
 }
 const mb = async (path: string) => ((await stat(path)).size / 2 ** 20).toFixed(1);
 
+/**
+ * Sections 1 and 3: for each wallet, `write` puts `windowRows` rows of table `t` around it (the
+ * FROM, WHERE and ORDER BY it is given) in file `out`; then the p50 over wallets of a lookup
+ * reading `read` by address, and the bytes a row over every file, printed after `name`.
+ */
+async function byAddressLookups(
+	wallets: { address: string; at: bigint }[],
+	name: string,
+	windowRows: number,
+	read: string,
+	write: (rows: string, out: string) => Promise<unknown>,
+): Promise<void> {
+	const times: number[] = [];
+	let bytes = 0;
+	let rows = 0;
+	for (const [i, w] of wallets.entries()) {
+		const out = join(scratch, `${name.replace(/\W+/g, "-")}-${i}.parquet`);
+		const from = Math.max(1, Number(w.at) - windowRows / 2);
+		await write(`FROM t WHERE rn >= ${from} AND rn < ${from + windowRows} ORDER BY rn`, out);
+		times.push(
+			await p50(conn, `SELECT ${read} FROM read_parquet(${quote(out)}) WHERE address = $k`, Array(12).fill(w.address)),
+		);
+		bytes += (await stat(out)).size;
+		rows += Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet(${quote(out)})`)).getRows()[0]?.[0]);
+	}
+	times.sort((a, b) => a - b);
+	console.log(
+		`  ${name}: p50 ${(times[times.length >> 1] as number).toFixed(2)} ms a lookup, ${(bytes / rows).toFixed(1)} bytes a row`,
+	);
+}
+/** A DuckDB COPY of `select`'s rows in groups of `size`. */
+const copy = (select: string, size: number) => (rows: string, out: string) =>
+	conn.run(`COPY (${select} ${rows}) TO ${quote(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${size})`);
+
 try {
 	// 1. By-address: 32 groups of each size around each sampled quiet wallet.
 	const byAddress = newest("transfers_by_address");
@@ -80,32 +114,15 @@ try {
 		)
 	).getRowObjectsJS() as { address: string; at: bigint }[];
 	console.log(`by-address: ${byAddress}, ${wallets.length} quiet wallets`);
-	for (const size of [16_384, 4_096, 2_048]) {
-		// (Section 3 rewrites the 4,096 windows.)
-		const times: number[] = [];
-		let bytes = 0;
-		let rows = 0;
-		for (const [i, w] of wallets.entries()) {
-			const out = join(scratch, `by-address-${size}-${i}.parquet`);
-			const from = Math.max(1, Number(w.at) - 16 * size);
-			await conn.run(
-				`COPY (SELECT * EXCLUDE rn FROM t WHERE rn >= ${from} AND rn < ${from + 32 * size} ORDER BY rn) TO ${quote(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${size})`,
-			);
-			times.push(
-				await p50(
-					conn,
-					`SELECT ${TRANSFER_COLUMNS} FROM read_parquet(${quote(out)}) WHERE address = $k`,
-					Array(12).fill(w.address),
-				),
-			);
-			bytes += (await stat(out)).size;
-			rows += Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet(${quote(out)})`)).getRows()[0]?.[0]);
-		}
-		times.sort((a, b) => a - b);
-		console.log(
-			`  groups of ${size}: p50 ${(times[times.length >> 1] as number).toFixed(2)} ms a lookup, ${(bytes / rows).toFixed(1)} bytes a row`,
+	// 32 groups of each size around each wallet (section 3 rewrites the 4,096 ones).
+	for (const size of [16_384, 4_096, 2_048])
+		await byAddressLookups(
+			wallets,
+			`groups of ${size}`,
+			32 * size,
+			TRANSFER_COLUMNS,
+			copy("SELECT * EXCLUDE rn", size),
 		);
-	}
 
 	// 2. Lookup records: 65,536 of them, DuckDB's groups against the small-groups writer's.
 	const records = newest("transaction_records");
@@ -164,39 +181,18 @@ try {
 	for (const layout of [
 		{
 			name: "15 columns, DuckDB, groups of 4,096 (as in 1)",
-			select: "",
+			select: "SELECT * EXCLUDE rn",
 			read: TRANSFER_COLUMNS,
 			size: 4_096,
 			small: false,
 		},
 		...layouts,
 	]) {
-		const times: number[] = [];
-		let bytes = 0;
-		let rows = 0;
-		for (const [i, w] of wallets.entries()) {
-			const from = Math.max(1, Number(w.at) - 16 * 4_096);
-			const window = `FROM t WHERE rn >= ${from} AND rn < ${from + 32 * 4_096}`;
-			const out = join(scratch, `records-by-address-${layouts.indexOf(layout as never)}-${i}.parquet`);
-			if (layout.small) await writeSmallGroups(conn, `${layout.select} ${window} ORDER BY rn`, out, layout.size);
-			else
-				await conn.run(
-					`COPY (${layout.select || "SELECT * EXCLUDE rn"} ${window} ORDER BY rn) TO ${quote(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${layout.size})`,
-				);
-			times.push(
-				await p50(
-					conn,
-					`SELECT ${layout.read} FROM read_parquet(${quote(out)}) WHERE address = $k`,
-					Array(12).fill(w.address),
-				),
-			);
-			bytes += (await stat(out)).size;
-			rows += Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet(${quote(out)})`)).getRows()[0]?.[0]);
-		}
-		times.sort((a, b) => a - b);
-		console.log(
-			`  ${layout.name}: p50 ${(times[times.length >> 1] as number).toFixed(2)} ms a lookup, ${(bytes / rows).toFixed(1)} bytes a row`,
-		);
+		const write = layout.small
+			? (rows: string, out: string) => writeSmallGroups(conn, `${layout.select} ${rows}`, out, layout.size)
+			: copy(layout.select, layout.size);
+		// The same rows as section 1's groups of 4,096, whatever the layout's own groups.
+		await byAddressLookups(wallets, layout.name, 32 * 4_096, layout.read, write);
 	}
 } finally {
 	conn.closeSync();
