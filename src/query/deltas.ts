@@ -1,3 +1,4 @@
+import { recordRelationSql } from "../store/format/address-records.js";
 import { LIMBS } from "../store/format/amounts.js";
 import { HOLDING_KEYS, type HoldingKind, movesSql, nativeMovesSql, signedLimbSumsSql } from "../store/format/deltas.js";
 import { INDEXES, type IndexDef, type IndexName } from "../store/format/indexes.js";
@@ -111,12 +112,13 @@ export async function deltaSums(
 			return `(SELECT * FROM (${nativeMovesSql((d) => `(SELECT * FROM ${rel(d)} WHERE (${d === "blocks" ? blocks.replaceAll("block_number", "number") : blocks}))`)}) WHERE address = $v)`;
 		if (q.by === "token")
 			return `(${movesSql(`(SELECT * FROM ${rel("transfers")} WHERE contract = $v AND (${blocks}))`, q.kind)})`;
-		const indexed = db
-			.chunks()
-			.every((c) => !c.datasets.includes("transfers") || db.indexed("transfers_by_address", c));
-		const src = indexed
-			? `(SELECT * EXCLUDE (address) FROM ${rel("transfers_by_address")} WHERE address = $v AND (${blocks}))`
-			: `(SELECT * FROM ${rel("transfers")} WHERE (sender = $v OR recipient = $v) AND (${blocks}))`;
+		const every = (index: IndexName) =>
+			db.chunks().every((c) => !c.datasets.includes("transfers") || db.indexed(index, c));
+		const src = every("transfer_records_by_address")
+			? `(SELECT * EXCLUDE (address, record) FROM ${recordRelationSql("transfers", rel("transfer_records_by_address"))} WHERE address = $v AND (${blocks}))`
+			: every("transfers_by_address")
+				? `(SELECT * EXCLUDE (address) FROM ${rel("transfers_by_address")} WHERE address = $v AND (${blocks}))`
+				: `(SELECT * FROM ${rel("transfers")} WHERE (sender = $v OR recipient = $v) AND (${blocks}))`;
 		return `(SELECT * FROM (${movesSql(src, q.kind)}) WHERE address = $v)`;
 	};
 	const summed = (from: string, join = "") =>

@@ -23,13 +23,30 @@ export interface ListResult {
 	hasMore: boolean;
 }
 
+/** Index files a list can read its rows from (a wallet's, from the by-address indexes). */
+export interface IndexSource {
+	name: IndexName;
+	/** The condition on the index's rows (or on `from`'s). */
+	where: string;
+	/** The key it looks up (a wallet): key filters and key-range parts pick the files. */
+	key?: string;
+	/** The relation read, where not `{name}` itself (a records index with its fields as columns). */
+	from?: string;
+	/** The columns read, where not the query's; `decode` turns each row read into the query's columns. */
+	columns?: string;
+	decode?: (row: Row) => Row;
+}
+
 export interface ListQuery {
 	dataset: DatasetName;
 	columns: string;
 	where: string;
 	params: Params;
-	/** The same rows from an index file (indexes.ts), where the chunks have it: `where` on the index's rows. */
-	index?: { name: IndexName; where: string; key?: string };
+	/**
+	 * The same rows from index files (indexes.ts), where the chunks have them: the first kind every
+	 * chunk of a window has (a folder written before a kind was replaced has the older one).
+	 */
+	indexes?: readonly IndexSource[];
 	/** Sort and paging column: `id`, or `number` for blocks. */
 	key?: "id" | "number";
 	blockColumn?: "block_number" | "number";
@@ -84,15 +101,16 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const first = pieces[0];
 	if (!first) return { rows: [], hasMore: false };
 	const rows: Row[] = [];
+	const indexOf = (batch: readonly Piece[]) => q.indexes?.find((i) => batch.every((p) => db.indexed(i.name, p.chunk)));
 	const read = async (window: [number, number], batch: readonly Piece[]) => {
-		const useIndex = q.index !== undefined && batch.every((p) => db.indexed(q.index?.name as IndexName, p.chunk));
-		const source = useIndex ? q.index?.name : q.dataset;
-		const where = useIndex ? q.index?.where : q.where;
+		const index = indexOf(batch);
+		const from = index ? (index.from ?? `{${index.name}}`) : `{${q.dataset}}`;
 		const after = page.after === undefined ? "" : ` AND ${key} ${desc ? "<" : ">"} $after`;
-		const sql = `SELECT ${q.columns} FROM {${source}} WHERE ${blockColumn} BETWEEN $start AND $end AND (${where})${after} ORDER BY ${key} ${desc ? "DESC" : "ASC"} LIMIT $limit`;
+		const sql = `SELECT ${index?.columns ?? q.columns} FROM ${from} WHERE ${blockColumn} BETWEEN $start AND $end AND (${index?.where ?? q.where})${after} ORDER BY ${key} ${desc ? "DESC" : "ASC"} LIMIT $limit`;
 		const params: Params = { ...q.params, start: window[0], end: window[1], limit: page.limit + 1 - rows.length };
 		if (page.after !== undefined) params.after = page.after;
-		rows.push(...(await db.query(sql, params, window, useIndex ? q.index?.key : undefined)));
+		const got = await db.query(sql, params, window, index?.key);
+		rows.push(...(index?.decode ? got.map(index.decode) : got));
 	};
 
 	// The probe: the first few blocks at the page's starting edge.
@@ -106,7 +124,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		pieces.filter((c) => c.to >= probe[0] && c.from <= probe[1]),
 	);
 	// Then the windows, without the blocks the probe read.
-	const byIndex = q.index !== undefined && pieces.every((p) => db.indexed(q.index?.name as IndexName, p.chunk));
+	const byIndex = indexOf(pieces) !== undefined;
 	for (let i = 0, size = 1, want = WINDOW_ROWS; i < pieces.length && rows.length <= page.limit; size *= 2, want *= 2) {
 		const j = byIndex ? afterChunks(pieces, i, size) : afterRows(pieces, i, want, q.dataset);
 		const batch = pieces.slice(i, j);

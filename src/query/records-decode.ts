@@ -1,11 +1,14 @@
+import { ADDRESS_FIELDS, type AddressDataset } from "../store/format/address-records.js";
 import { BLOCK_RECORD_FIELDS, LOG_RECORD_FIELDS, TX_RECORD_FIELDS } from "../store/format/lookup-records.js";
+import { type Column, SCHEMAS } from "../store/format/schema.js";
 import type { Row } from "./store/store.js";
 
 /**
- * Lookup records (store/format/lookup-records.ts) back to the rows the columns' own queries return: the
- * same names, the key put back, a log's transaction context copied from its transaction. Values
- * come back as JSON gives them (integers as numbers, every uint256 and the block nonce as text),
- * which the API's record shapes (api/records.ts) read alike.
+ * Lookup records (store/format/lookup-records.ts) and by-address records (address-records.ts)
+ * back to the rows the columns' own queries return: the same names, the key put back, a log's
+ * transaction context copied from its transaction. Values come back as JSON gives them (integers
+ * as numbers, every uint256 and the block nonce as text), which the API's record shapes
+ * (api/answers/records.ts) read alike.
  */
 function fields(names: readonly string[], values: readonly unknown[], into: Row): Row {
 	names.forEach((name, i) => {
@@ -33,3 +36,27 @@ export function decodeTransactionRecord(hash: string, record: string): { tx: Row
 /** A block from its record. */
 export const decodeBlockRecord = (hash: string, record: string): Row =>
 	fields(BLOCK_RECORD_FIELDS, JSON.parse(record) as unknown[], { hash });
+
+/** Each by-address record field's BIGINT-ness: DuckDB returns those columns as bigint, JSON as numbers. */
+const BIGINTS = Object.fromEntries(
+	Object.entries(ADDRESS_FIELDS).map(([d, names]) => [
+		d,
+		names.map((f) => (SCHEMAS[d as AddressDataset] as Record<string, Column>)[f]?.[0] === "BIGINT"),
+	]),
+) as Record<AddressDataset, boolean[]>;
+
+/**
+ * A wallet's row of `dataset` from its by-address record (`id, block_number, record` as read),
+ * with the JavaScript types the dataset's own columns read as (BIGINT as bigint): a page is the
+ * same whichever file it came from.
+ */
+export function decodeAddressRecord(dataset: AddressDataset, row: Row): Row {
+	const values = JSON.parse(row.record as string) as unknown[];
+	const big = BIGINTS[dataset];
+	const out: Row = { id: row.id, block_number: row.block_number };
+	ADDRESS_FIELDS[dataset].forEach((name, i) => {
+		const v = values[i] ?? null;
+		out[name] = v !== null && big[i] ? BigInt(v as number) : v;
+	});
+	return out;
+}

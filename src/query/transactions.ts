@@ -3,6 +3,7 @@ import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import { decodeTransactionRecord } from "./records-decode.js";
 import type { Params, Row, Snapshot } from "./store/store.js";
+import { walletIndexes } from "./wallet-indexes.js";
 
 export const TX_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, transaction_index, from_address, to_address, value, input, nonce, status, transaction_type, fee, gas_used, cumulative_gas_used, gas, gas_price, effective_gas_price, max_fee_per_gas, max_priority_fee_per_gas, contract_address, r, s, v";
@@ -21,8 +22,8 @@ export function findWalletTransactions(db: Snapshot, f: WalletTxFilter, page: Pa
 	const params: Params = {};
 	const where = sideConditions(["from_address", "to_address"], f, params);
 	const all = where.join(" AND ");
-	const index = { name: "transactions_by_address" as const, where: `address = $address AND ${all}`, key: f.address };
-	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where: all, params, index }, page);
+	const indexes = walletIndexes("transactions", `address = $address AND ${all}`, f.address);
+	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where: all, params, indexes }, page);
 }
 
 /** Whether every chunk with `dataset` has `index` (its own file or a run): then the index answers alone. */

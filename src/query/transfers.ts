@@ -1,6 +1,7 @@
 import { inList, sideConditions } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import type { Params, Snapshot } from "./store/store.js";
+import { walletIndexes } from "./wallet-indexes.js";
 
 export const TRANSFER_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard";
@@ -55,8 +56,6 @@ export function findTransfers(db: Snapshot, f: TransferFilter, page: Page): Prom
 	if (f.contracts?.length) where.push(inList("contract", "contract", f.contracts, params));
 	const all = where.join(" AND ") || "true";
 	// A wallet's transfers come from the address-sorted index where the chunks have one.
-	const index = f.address
-		? { name: "transfers_by_address" as const, where: `address = $address AND ${all}`, key: f.address }
-		: undefined;
-	return listRows(db, { dataset: "transfers", columns: TRANSFER_COLUMNS, where: all, params, index }, page);
+	const indexes = f.address ? walletIndexes("transfers", `address = $address AND ${all}`, f.address) : undefined;
+	return listRows(db, { dataset: "transfers", columns: TRANSFER_COLUMNS, where: all, params, indexes }, page);
 }

@@ -69,7 +69,8 @@ function sourceOf(kind: string): DatasetName | null {
  * column of the datasets (so of their indexes and ghost blocks too) unsigned, lists and structs
  * included, the blocks' nonce UBIGINT, the balance deltas' first_block and last_block and
  * opening_balances' read_at UBIGINT (the deltas' limb sums and counts, and token decimals, were
- * signed already). Checked once against a folder written by that code (the same DuckDB types for
+ * signed already). The by-address records came after signed types; their block_number is made
+ * unsigned too, so that the upgrade covers every kind a folder has now. Checked once against a folder written by that code (the same DuckDB types for
  * every file kind of a backfill and of a synthetic chain).
  */
 export const OLD_UNSIGNED_TYPES: ColumnRewrite = (kind, name, type) => {
@@ -77,7 +78,7 @@ export const OLD_UNSIGNED_TYPES: ColumnRewrite = (kind, name, type) => {
 	const wasUnsigned =
 		source != null
 			? name in SCHEMAS[source]
-			: (kind in INDEXES && (name === "first_block" || name === "last_block")) ||
+			: (kind in INDEXES && (name === "first_block" || name === "last_block" || name === "block_number")) ||
 				(kind === "opening_balances" && name === "read_at");
 	if (!wasUnsigned) return null;
 	const old =

@@ -19,13 +19,13 @@ import { parseChainId } from "../../src/util/chain.js";
 
 /**
  * Index files written in larger row groups than this version writes (the by-address indexes
- * before issue 26: 16,384 rows a group, now 4,096): they still answer, and `npm run reindex`
+ * before issue 26: 16,384 rows a group; now 2,048): they still answer, and `npm run reindex`
  * writes them again in this version's row groups and key-range parts (src/store/repair/coarse-indexes.ts),
  * with the same answers, verify clean, and nothing to do on a second run.
  */
-const SCALE: Scale = { blocks: 600, accounts: 800, contracts: 20, factories: 3, partitionSize: 600 };
+const SCALE: Scale = { blocks: 250, accounts: 800, contracts: 20, factories: 3, partitionSize: 250 };
 const CHAIN = parseChainId("eip155-1");
-const BY_ADDRESS = ["transfers_by_address", "transactions_by_address"] as const;
+const BY_ADDRESS = ["transfer_records_by_address", "transaction_records_by_address"] as const;
 let root: string;
 let db: DuckDBInstance;
 
@@ -91,11 +91,11 @@ describe("index files in coarser row groups than this version writes", () => {
 		expect(old.length).toBeGreaterThan(0);
 		// The fixture is only a fixture if some file has a group past today's size.
 		const groups = await Promise.all(old.map((f) => largestGroup(f.path)));
-		expect(Math.max(...groups)).toBeGreaterThan(2 * INDEXES.transfers_by_address.rowGroupSize);
+		expect(Math.max(...groups)).toBeGreaterThan(2 * INDEXES.transfer_records_by_address.rowGroupSize);
 		const busiest = (
 			await select(
 				`SELECT address FROM read_parquet([${old
-					.filter((f) => f.index === "transfers_by_address")
+					.filter((f) => f.index === "transfer_records_by_address")
 					.map((f) => q(f.path))
 					.join(", ")}]) GROUP BY address ORDER BY count(*) DESC, address LIMIT 5`,
 			)

@@ -13,7 +13,6 @@ import { INDEXES, type IndexDef, indexesFor } from "../../src/store/format/index
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import type { Manifest } from "../../src/store/format/records.js";
-import { SCHEMAS } from "../../src/store/format/schema.js";
 import { removeUnlisted } from "../../src/store/retire/remove-unlisted.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
@@ -24,8 +23,8 @@ import { INDEX_SIDES, indexDiff } from "../helpers/index-rows.js";
  * Index files on a real backfill of the anvil workload (partitions of 8 blocks, so many chunks):
  * each chunk lists both indexes, and each index file holds exactly the rows computed here,
  * independently, from the chunk's dataset file (one per side, the other side only when it
- * differs), sorted by (address, id), in row groups of at most INDEXES.transfers_by_address.rowGroupSize rows with
- * min/max statistics on `address`.
+ * differs), sorted by (address, id), in row groups of at most
+ * INDEXES.transfer_records_by_address.rowGroupSize rows with min/max statistics on `address`.
  */
 const CHAIN = 31337;
 const CHAIN_ID = `eip155-${CHAIN}`;
@@ -87,11 +86,11 @@ describe("index files of a backfilled chain", () => {
 
 	it.each(Object.entries(INDEX_SIDES))("%s holds exactly one row per side of each source row", async (index, sides) => {
 		const source = sides[0];
-		const columns = ["address", ...Object.keys(SCHEMAS[source])];
+		const columns = ["address", "id", "block_number", "record"];
 		let total = 0;
 		for (const c of manifest.chunks) {
 			const file = indexFile(dataDir, index, c);
-			// The index's columns: address, then the source's columns in order.
+			// The index's columns: address, the row's id and block, its record.
 			const described = await rows(`DESCRIBE SELECT * FROM read_parquet(${q(file)})`);
 			expect(described.map((d) => d.column_name)).toEqual(columns);
 			// The expected rows, computed from the chunk's dataset file; in (address, id) order.
@@ -171,18 +170,18 @@ describe("index files of a backfilled chain", () => {
 		}));
 		try {
 			const src = join(root, "big", "transfers.parquet");
-			const out = join(root, "big", "transfers_by_address.parquet");
+			const out = join(root, "big", "transfer_records_by_address.parquet");
 			await writer.write("transfers", transfers, src, join(root, "big", "staging"));
-			const { rows: n } = await writer.derive("transfers_by_address", () => src, out);
+			const { rows: n } = await writer.derive("transfer_records_by_address", () => src, out);
 			expect(n).toBe(40_000 + 36_000); // self-transfers (every 10th) once
 			const groups = await rows(
 				`SELECT row_group_id AS g, row_group_num_rows AS n, stats_min_value AS lo, stats_max_value AS hi
 				 FROM parquet_metadata(${q(out)}) WHERE path_in_schema = 'address' ORDER BY g`,
 			);
-			expect(groups.length).toBeGreaterThanOrEqual(Math.ceil(n / INDEXES.transfers_by_address.rowGroupSize));
+			expect(groups.length).toBeGreaterThanOrEqual(Math.ceil(n / INDEXES.transfer_records_by_address.rowGroupSize));
 			expect(groups.reduce((s, g) => s + Number(g.n), 0)).toBe(n);
 			for (const [k, g] of groups.entries()) {
-				expect(Number(g.n)).toBeLessThanOrEqual(INDEXES.transfers_by_address.rowGroupSize);
+				expect(Number(g.n)).toBeLessThanOrEqual(INDEXES.transfer_records_by_address.rowGroupSize);
 				expect(g.lo, `group ${k}`).toBeTruthy();
 				expect(g.hi, `group ${k}`).toBeTruthy();
 				expect(String(g.lo) <= String(g.hi)).toBe(true);
@@ -207,12 +206,12 @@ describe("index files and the chunk store", () => {
 		const dropped = m.chunks[2] as Manifest["chunks"][number];
 		// A stray index file (as a crash between writing and listing leaves it), and a chunk whose
 		// index files the manifest no longer lists.
-		const stray = partitionPath(copy, CHAIN_ID, "transfers_by_address", {
+		const stray = partitionPath(copy, CHAIN_ID, "transfer_records_by_address", {
 			from: 9990,
 			to: 9999,
 			last_hash: "0xdeadbeef",
 		});
-		await copyFile(indexFile(copy, "transfers_by_address", first), stray);
+		await copyFile(indexFile(copy, "transfer_records_by_address", first), stray);
 		delete dropped.indexes;
 		const removed = await removeUnlisted(copy, m);
 		// The dropped chunk's index files were in the Delta logs: removed from them now, they stay
@@ -220,7 +219,7 @@ describe("index files and the chunk store", () => {
 		// log lists, go. The stray file was never listed anywhere: it goes.
 		expect(removed.sort()).toEqual(
 			[
-				join("transfers_by_address", stray.split("/").at(-1) as string),
+				join("transfer_records_by_address", stray.split("/").at(-1) as string),
 				...BOTH.map((i) => `${join(i, indexFile(copy, i, dropped).split("/").at(-1) as string)}.filter`),
 			].sort(),
 		);

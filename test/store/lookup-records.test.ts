@@ -1,18 +1,16 @@
-import { cp, mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { saveManifest } from "../../src/store/delta/save-manifest.js";
-import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
 import { INDEXES } from "../../src/store/format/indexes.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
-import { writeKeyFilter } from "../../src/store/indexes/key-filter.js";
 import { reindexChain } from "../../src/store/repair/reindex.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto, openViews } from "../helpers/anvil-chain.js";
 import { serveFolder } from "../helpers/api.js";
+import { olderCopy } from "../helpers/older-folder.js";
 
 /**
  * Lookup records (src/store/format/lookup-records.ts): a new folder answers `/txs/{hash}`,
@@ -52,32 +50,11 @@ async function lookups(dir: string): Promise<Record<string, unknown>> {
 }
 
 /** A copy of `fresh` as written before the records: the full-row hash indexes instead. */
-async function olderCopy(name: string): Promise<string> {
-	const dir = join(root, name);
-	await cp(fresh, dir, { recursive: true });
-	const m = await loadManifest(dir, CHAIN_ID, CHAIN);
-	const writer = await createParquetWriter();
-	try {
-		for (const c of m.chunks) {
-			for (const [old, now] of [
-				["transactions_by_hash", "transaction_records"],
-				["blocks_by_hash", "block_records"],
-			] as const) {
-				if (!c.indexes?.includes(now)) continue;
-				const path = partitionPath(dir, CHAIN_ID, old, c);
-				await writer.derive(old, (d) => partitionPath(dir, CHAIN_ID, d, c), path);
-				await writeKeyFilter(writer, path, INDEXES[old].key);
-				await rm(partitionPath(dir, CHAIN_ID, now, c));
-				await rm(`${partitionPath(dir, CHAIN_ID, now, c)}.filter`);
-				c.indexes = [...c.indexes.filter((i) => i !== now), old];
-			}
-		}
-	} finally {
-		writer.close();
-	}
-	await saveManifest(dir, m);
-	return dir;
-}
+const olderCopyOf = (name: string) =>
+	olderCopy(fresh, join(root, name), { id: CHAIN_ID, number: CHAIN }, [
+		["transactions_by_hash", "transaction_records"],
+		["blocks_by_hash", "block_records"],
+	]);
 
 beforeAll(async () => {
 	anvil = await startAnvil({ chainId: CHAIN });
@@ -142,7 +119,7 @@ describe("lookup records", () => {
 		for (const h of txHashes) expect((now[`/txs/${h}`] as { status: number }).status).toBe(200);
 		expect((now[`/txs/0x${"ab".repeat(32)}`] as { status: number }).status).toBe(404);
 
-		const older = await olderCopy("older");
+		const older = await olderCopyOf("older");
 		const before = await loadManifest(older, CHAIN_ID, CHAIN);
 		expect(before.chunks.some((c) => c.indexes?.includes("transactions_by_hash"))).toBe(true);
 		expect(before.chunks.some((c) => c.indexes?.includes("transaction_records"))).toBe(false);

@@ -1,5 +1,11 @@
 import type { DatasetName } from "../../extract/rows.js";
 import {
+	ADDRESS_RECORD_COLUMNS,
+	addressRecordsSql,
+	TRANSACTION_ADDRESS_FIELDS,
+	TRANSFER_ADDRESS_FIELDS,
+} from "./address-records.js";
+import {
 	deltaColumns,
 	deltasSql,
 	type HoldingKind,
@@ -79,35 +85,59 @@ const DELTAS_DOC =
 
 /**
  * Row groups of the by-address indexes. A wallet lookup decompresses the whole row group its
- * rows sit in, of every column it reads (15 for transfers, 25 for transactions), and the address
- * column alone prunes the rest: measured on M's newest transfers part (issue 26, BENCHMARKS.md),
- * a quiet wallet's rows cost 6.3-8.1 ms in files of 32 row groups of 16,384 rows, 3.7-5.1 ms of
- * 4,096, 2.9-4.1 of 2,048; the bytes grow as the groups shrink (+13% at 4,096, +21% at 2,048:
- * dictionaries and zstd frames restart with each group), so 4,096 halves the cost for the
- * smaller share of bytes. Key-range parts (key-parts.ts) keep each file at about 32 groups.
+ * rows sit in, of every column it reads, and the address column alone prunes the rest. As
+ * records (address-records.ts: three columns read instead of 15 or 25), measured on M's newest
+ * transfers part (issue 26, BENCHMARKS.md "third figures"): a quiet wallet's rows 1.77-1.89 ms in
+ * groups of 2,048 (DuckDB's smallest), 2.15-3.00 in groups of 4,096; the 15 columns in groups of
+ * 4,096 took 5.2-5.7. Key-range parts (key-parts.ts) keep each file at about 32 groups.
  */
-export const BY_ADDRESS_ROW_GROUP_SIZE = 4_096;
+export const BY_ADDRESS_ROW_GROUP_SIZE = 2_048;
+/** What the by-address indexes were before records: whole rows in groups of 4,096 (+13% bytes over 16,384). */
+const BY_ADDRESS_ROWS_GROUP_SIZE = 4_096;
 
 /** The other side is kept only when it differs, so a self-transfer appears once. */
 const bySides = (a: string, b: string) => (src: string) =>
 	`SELECT ${a} AS address, * FROM ${src} WHERE ${a} IS NOT NULL UNION ALL SELECT ${b} AS address, * FROM ${src} WHERE ${b} IS NOT NULL AND ${b} IS DISTINCT FROM ${a}`;
 
 export const INDEXES = {
+	// A wallet's pages: by-address records (address-records.ts).
+	transfer_records_by_address: {
+		source: "transfers",
+		select: addressRecordsSql("transfers", ["sender", "recipient"]),
+		sortKey: "address, id",
+		key: "address",
+		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
+		columns: ADDRESS_RECORD_COLUMNS,
+		doc: `every transfer once per address it involves (\`address\` = sender, then recipient if different) with its \`id\`, \`block_number\` and its record: its other fields as one JSON array (\`record\`: ${TRANSFER_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
+	},
+	transaction_records_by_address: {
+		source: "transactions",
+		select: addressRecordsSql("transactions", ["from_address", "to_address"]),
+		sortKey: "address, id",
+		key: "address",
+		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
+		columns: ADDRESS_RECORD_COLUMNS,
+		doc: `every transaction once per address it involves (\`address\` = from_address, then to_address if different) with its \`id\`, \`block_number\` and its record: its other fields as one JSON array (\`record\`: ${TRANSACTION_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
+	},
+	// Their predecessors, whole rows: still read in folders that have them for every chunk,
+	// until reindex replaces them.
 	transfers_by_address: {
 		source: "transfers",
 		select: bySides("sender", "recipient"),
 		sortKey: "address, id",
 		key: "address",
-		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
-		doc: "every transfers row once per address it involves (`address` = sender, then recipient if different), sorted by address and id",
+		rowGroupSize: BY_ADDRESS_ROWS_GROUP_SIZE,
+		replacedBy: "transfer_records_by_address",
+		doc: "(replaced by transfer_records_by_address; written before it) every transfers row once per address it involves (`address` = sender, then recipient if different), sorted by address and id",
 	},
 	transactions_by_address: {
 		source: "transactions",
 		select: bySides("from_address", "to_address"),
 		sortKey: "address, id",
 		key: "address",
-		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
-		doc: "every transactions row once per address it involves (`address` = from_address, then to_address if different), sorted by address and id",
+		rowGroupSize: BY_ADDRESS_ROWS_GROUP_SIZE,
+		replacedBy: "transaction_records_by_address",
+		doc: "(replaced by transaction_records_by_address; written before it) every transactions row once per address it involves (`address` = from_address, then to_address if different), sorted by address and id",
 	},
 	// Lookup records (lookup-records.ts): a lookup by hash reads two columns of one small row
 	// group of one file (chosen by the run's key filter), a transaction's logs included. Groups

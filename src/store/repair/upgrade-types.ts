@@ -214,11 +214,17 @@ async function entryStale(writer: ParquetWriter, files: FileOf[]): Promise<boole
 	return false;
 }
 
-/** The entry's index files in coarser row groups than written now (coarse-indexes.ts). */
+/**
+ * The entry's index files in coarser row groups than written now (coarse-indexes.ts); not those of
+ * a replaced kind, which the same reindex writes the replacement of and then drops.
+ */
 async function coarseOf(writer: ParquetWriter, files: FileOf[]): Promise<Set<IndexName>> {
 	const out = new Set<IndexName>();
-	for (const f of files)
-		if (f.index?.part === 0 && (await isCoarse(writer, f.index.name, f.from))) out.add(f.index.name);
+	for (const f of files) {
+		const index = f.index;
+		if (index?.part !== 0 || (INDEXES[index.name] as IndexDef).replacedBy) continue;
+		if (await isCoarse(writer, index.name, f.from)) out.add(index.name);
+	}
 	return out;
 }
 

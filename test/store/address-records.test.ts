@@ -1,0 +1,211 @@
+import { cp, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tokenBalances } from "../../src/query/balances.js";
+import { createStore } from "../../src/query/store/create-store.js";
+import { findWalletTransactions } from "../../src/query/transactions.js";
+import { type AssetFilter, findTransfers, type TransferFilter } from "../../src/query/transfers.js";
+import { saveManifest } from "../../src/store/delta/save-manifest.js";
+import { INDEXES, type IndexName } from "../../src/store/format/indexes.js";
+import { partPaths } from "../../src/store/format/key-parts.js";
+import { loadManifest } from "../../src/store/format/manifest.js";
+import { indexFiles, listedPaths } from "../../src/store/indexes/listing.js";
+import { reindexChain } from "../../src/store/repair/reindex.js";
+import { verifyChain } from "../../src/store/repair/verify.js";
+import type { Scale } from "../../src/synth/scales.js";
+import { writeSynthChain } from "../../src/synth/synth.js";
+import { parseChainId } from "../../src/util/chain.js";
+import { olderCopy } from "../helpers/older-folder.js";
+
+/**
+ * By-address records (src/store/format/address-records.ts): a new folder's wallet pages come from
+ * `transfer_records_by_address` and `transaction_records_by_address` (address, id, block number
+ * and the row as one JSON array), and answer exactly as a folder written before them (the
+ * whole-row `transfers_by_address` and `transactions_by_address`) and as the datasets alone, for
+ * every filter a wallet page takes, and the balances summed from a wallet's transfers where a
+ * chunk lacks its balance deltas; `npm run reindex` turns the older folder into a new one.
+ */
+const SCALE: Scale = { blocks: 600, accounts: 400, contracts: 12, factories: 2, partitionSize: 100 };
+const CHAIN = parseChainId("eip155-1");
+const PAIRS = [
+	["transfers_by_address", "transfer_records_by_address"],
+	["transactions_by_address", "transaction_records_by_address"],
+] as const;
+const RECORDS = PAIRS.map(([, now]) => now);
+let root: string;
+let fresh: string;
+let db: DuckDBInstance;
+
+const q = (s: string) => `'${s.replaceAll("'", "''")}'`;
+async function select(sql: string): Promise<Record<string, unknown>[]> {
+	const conn = await db.connect();
+	try {
+		return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+	} finally {
+		conn.closeSync();
+	}
+}
+const json = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? x.toString() : x));
+
+/** Wallets to ask about: the busiest senders and a few quiet ones, with a counterparty and a token each. */
+let wallets: { address: string; counterparty: string; contract: string | null; origin: string }[];
+
+/** Every wallet page and balance asked of folder `dir` (bigints as text; a row's keys in any order). */
+async function answers(dir: string): Promise<unknown> {
+	const store = await createStore(dir);
+	try {
+		// (A snapshot a question: each has one request's time budget.)
+		const db = () => store.snapshot(CHAIN.id);
+		const out: unknown[] = [];
+		for (const w of wallets) {
+			const filters: Omit<TransferFilter, "address">[] = [
+				{},
+				{ direction: "outgoing" },
+				{ direction: "incoming" },
+				{ counterparty: w.counterparty },
+				{ direction: "outgoing", counterparty: w.counterparty },
+				{ origin: w.origin },
+				...(["native", "ft", "nft", "multi"] as AssetFilter[]).map((a) => ({ assets: [a] })),
+				...(w.contract ? [{ contracts: [w.contract] }, { token: w.contract }] : []),
+			];
+			for (const order of ["asc", "desc"] as const) {
+				for (const f of filters) {
+					// Two pages: the second resumes after the first's last id.
+					const page = { start: 0, end: SCALE.blocks, limit: 7, order };
+					const first = await findTransfers(db(), { address: w.address, ...f }, page);
+					const after = first.rows.at(-1)?.id as string | undefined;
+					const second = after ? await findTransfers(db(), { address: w.address, ...f }, { ...page, after }) : null;
+					out.push([w.address, order, f, first, second]);
+				}
+				for (const f of [{}, { direction: "incoming" as const }, { counterparty: w.counterparty }]) {
+					const page = { start: 150, end: SCALE.blocks - 50, limit: 9, order };
+					out.push([w.address, order, f, await findWalletTransactions(db(), { address: w.address, ...f }, page)]);
+				}
+			}
+			out.push([w.address, "balances", await tokenBalances(db(), w.address)]);
+			out.push([w.address, "balances at 450", await tokenBalances(db(), w.address, 450)]);
+		}
+		return JSON.parse(json(out));
+	} finally {
+		store.close();
+	}
+}
+
+/** A copy of `from` whose manifest lists none of `kinds` (its chunks and runs): readers use what is left. */
+async function without(from: string, name: string, kinds: readonly IndexName[]): Promise<string> {
+	const dir = join(root, name);
+	await cp(from, dir, { recursive: true });
+	const m = await loadManifest(dir, CHAIN.id, CHAIN.number);
+	m.runs = (m.runs ?? []).filter((r) => !kinds.includes(r.index));
+	for (const c of m.chunks) c.indexes = c.indexes?.filter((i) => !kinds.includes(i));
+	await saveManifest(dir, m);
+	return dir;
+}
+
+beforeAll(async () => {
+	root = await mkdtemp(join(tmpdir(), "chainlake-address-records-"));
+	db = await DuckDBInstance.create(":memory:");
+	const written = join(root, "written");
+	await writeSynthChain({ scale: SCALE, chain: CHAIN, dataDir: written, partitionSize: SCALE.partitionSize });
+	// The chunks after the holder ranks' without their balance deltas (as before the background
+	// merges derive them): a wallet's balance then sums its transfers there, from the by-address index.
+	const m = await loadManifest(written, CHAIN.id, CHAIN.number);
+	const ranked = Math.max(-1, ...(m.ranks ?? []).map((r) => r.to));
+	const newest = m.chunks.filter((c) => c.from > ranked);
+	expect(newest.length).toBeGreaterThan(0);
+	m.runs = (m.runs ?? []).filter((r) => r.index !== "erc20_balances" || r.to <= ranked);
+	for (const c of newest) c.indexes = c.indexes?.filter((i) => i !== "erc20_balances");
+	await saveManifest(written, m);
+	fresh = written;
+
+	const files = (index: IndexName) =>
+		indexFiles(fresh, m, index)
+			.flatMap((f) => partPaths(f.path, f.parts))
+			.map(q)
+			.join(", ");
+	const transfers = `read_parquet([${files("transfer_records_by_address")}])`;
+	const field = (k: string) => `record::JSON->>${q(`$[${k}]`)}`;
+	// Busiest and quiet addresses, each with one transfer's counterparty, contract and origin.
+	wallets = (
+		await select(
+			`WITH t AS (SELECT address, ${field("5")} AS sender, ${field("6")} AS recipient, ${field("4")} AS contract, ${field("3")} AS origin FROM ${transfers}),
+			 n AS (SELECT address, count(*) AS n, min(CASE WHEN sender = address THEN recipient ELSE sender END) AS counterparty,
+			              max(contract) AS contract, min(origin) AS origin FROM t GROUP BY address)
+			 (SELECT * FROM n ORDER BY n DESC, address LIMIT 4) UNION ALL (SELECT * FROM n WHERE n >= 2 ORDER BY n, address LIMIT 3)`,
+		)
+	).map((r) => ({
+		address: String(r.address),
+		counterparty: String(r.counterparty),
+		contract: r.contract == null ? null : String(r.contract),
+		origin: String(r.origin),
+	}));
+	expect(wallets.length).toBe(7);
+}, 240_000);
+
+afterAll(async () => {
+	db?.closeSync();
+	if (root) await rm(root, { recursive: true, force: true });
+});
+
+describe("by-address records", () => {
+	it("a new folder lists them for every chunk, and not the whole-row kinds, as four columns in small row groups", async () => {
+		const m = await loadManifest(fresh, CHAIN.id, CHAIN.number);
+		expect(m.chunks.length).toBeGreaterThan(1);
+		for (const c of m.chunks) for (const [old] of PAIRS) expect(c.indexes).not.toContain(old);
+		for (const index of RECORDS) {
+			const files = indexFiles(fresh, m, index);
+			// Every chunk's rows are in a file of its own or a run.
+			const covered = files.reduce((n, f) => n + f.to - f.from + 1, 0);
+			expect(covered, index).toBe(SCALE.blocks);
+			for (const f of files)
+				for (const part of partPaths(f.path, f.parts)) {
+					const meta = await select(
+						`SELECT path_in_schema AS col, compression, row_group_num_rows AS n, stats_min_value AS lo, stats_max_value AS hi FROM parquet_metadata(${q(part)})`,
+					);
+					expect(new Set(meta.map((r) => r.col))).toEqual(new Set(["address", "id", "block_number", "record"]));
+					for (const r of meta) {
+						expect(r.compression).toBe("ZSTD");
+						// (A target, not a cap: DuckDB joins a short tail to the group before it.)
+						expect(Number(r.n)).toBeLessThan(2 * INDEXES[index].rowGroupSize);
+					}
+					for (const r of meta.filter((x) => x.col === "address")) expect(String(r.lo) <= String(r.hi)).toBe(true);
+				}
+		}
+	});
+
+	it("answer every wallet page and balance as the whole-row indexes and the datasets do; reindex upgrades an older folder", async () => {
+		const now = await answers(fresh);
+		// (They do list things: pages with rows, and balances.)
+		expect((json(now).match(/"hasMore":true/g) ?? []).length).toBeGreaterThan(20);
+		expect(json(now)).toContain('"raw":"');
+
+		const plain = await without(fresh, "plain", [...PAIRS.flat()]);
+		expect(await answers(plain)).toEqual(now);
+
+		const older = await olderCopy(fresh, join(root, "older"), CHAIN, PAIRS);
+		const before = await loadManifest(older, CHAIN.id, CHAIN.number);
+		for (const c of before.chunks) {
+			expect(c.indexes).toContain("transfers_by_address");
+			expect(c.indexes).not.toContain("transfer_records_by_address");
+		}
+		expect(await answers(older)).toEqual(now);
+
+		await reindexChain(older, CHAIN);
+		const after = await loadManifest(older, CHAIN.id, CHAIN.number);
+		for (const c of after.chunks) {
+			for (const [old, records] of PAIRS) {
+				expect(c.indexes).not.toContain(old);
+				expect(indexFiles(older, after, records).some((f) => f.from <= c.from && c.to <= f.to)).toBe(true);
+			}
+		}
+		expect(after.runs?.some((r) => r.index === "transfers_by_address")).toBeFalsy();
+		const listed = listedPaths(older, after);
+		for (const [old] of PAIRS) for (const f of indexFiles(older, before, old)) expect(listed.has(f.path)).toBe(false);
+		expect(await answers(older)).toEqual(now);
+		const report = await verifyChain(older, CHAIN.id);
+		expect(report.manifestError).toBeNull();
+		expect(report.problems).toEqual([]);
+	}, 240_000);
+});
