@@ -1,8 +1,8 @@
 /**
  * `npm run bench:row-groups -- --data-dir data/synth-M`: what a lookup costs by the row groups of
  * the file it reads, on a lake's own newest files (issue 26; BENCHMARKS.md has the figures):
- *  1. by-address: files of 32 row groups cut from the newest `transfers_by_address` around quiet
- *     wallets, in groups of 16,384, 4,096 and 2,048 rows (DuckDB's COPY): a wallet's 15 columns;
+ *  1. by-address: files of 32 row groups cut from the newest by-address transfers (the whole-row
+ *     `transfers_by_address`, or the records' fields as columns) around quiet wallets, in groups of 16,384, 4,096 and 2,048 rows (DuckDB's COPY): a wallet's 15 columns;
  *  2. lookup records: 65,536 of the newest `transaction_records`, in DuckDB's groups of 2,048 and
  *     in 2,048, 512, 256 and 128 by the small-groups writer (src/store/files/small-groups.ts);
  *  3. by-address rows as records: the same 32 groups of 4,096 rows around each quiet wallet as
@@ -20,6 +20,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { writeSmallGroups } from "../src/store/files/small-groups.js";
+import { recordRelationSql } from "../src/store/format/address-records.js";
+import type { IndexName } from "../src/store/format/indexes.js";
 import { loadManifest } from "../src/store/format/manifest.js";
 import { indexFiles } from "../src/store/indexes/listing.js";
 import { parseChainId } from "../src/util/chain.js";
@@ -42,11 +44,26 @@ const TRANSFER_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard";
 
 const manifest = await loadManifest(dataDir, chain.id, chain.number);
-const newest = (index: "transfers_by_address" | "transaction_records") => {
-	const f = indexFiles(dataDir, manifest, index).at(-1);
+const newestOf = (index: IndexName) => indexFiles(dataDir, manifest, index).at(-1)?.path;
+const newest = (index: IndexName) => {
+	const f = newestOf(index);
 	if (!f) throw new Error(`${dataDir} has no ${index} files: write a chain first (npm run synth)`);
-	return f.path;
+	return f;
 };
+/**
+ * The newest by-address transfers as whole rows: the whole-row index of a lake written before
+ * by-address records, else the records' fields as columns (the API's 15 columns, where the
+ * whole-row index also had the dataset's other four).
+ */
+function byAddressRows(): { path: string; rows: string } {
+	const whole = newestOf("transfers_by_address");
+	if (whole) return { path: whole, rows: `read_parquet(${quote(whole)})` };
+	const path = newest("transfer_records_by_address");
+	return {
+		path,
+		rows: `(SELECT address, ${TRANSFER_COLUMNS} FROM ${recordRelationSql("transfers", `read_parquet(${quote(path)})`)})`,
+	};
+}
 const scratch = await mkdtemp(join(tmpdir(), "chainlake-row-groups-"));
 const db = await DuckDBInstance.create(":memory:", { threads: "1" });
 const conn = await db.connect();
@@ -106,8 +123,8 @@ const copy = (select: string, size: number) => (rows: string, out: string) =>
 
 try {
 	// 1. By-address: 32 groups of each size around each sampled quiet wallet.
-	const byAddress = newest("transfers_by_address");
-	await conn.run(`CREATE TABLE t AS SELECT *, row_number() OVER () AS rn FROM read_parquet(${quote(byAddress)})`);
+	const { path: byAddress, rows: byAddressSource } = byAddressRows();
+	await conn.run(`CREATE TABLE t AS SELECT *, row_number() OVER () AS rn FROM ${byAddressSource}`);
 	const wallets = (
 		await conn.runAndReadAll(
 			`SELECT address, min(rn) AS at FROM t GROUP BY address HAVING count(*) BETWEEN 2 AND 6 ORDER BY hash(address) LIMIT ${Math.min(keys, 8)}`,

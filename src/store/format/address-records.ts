@@ -1,4 +1,3 @@
-import type { DatasetName } from "../../extract/rows.js";
 import { SCHEMAS } from "./schema.js";
 
 /**
