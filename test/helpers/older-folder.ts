@@ -1,7 +1,7 @@
 import { cp, rm } from "node:fs/promises";
 import { saveManifest } from "../../src/store/delta/save-manifest.js";
 import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
-import { INDEXES, type IndexName } from "../../src/store/format/indexes.js";
+import type { IndexName } from "../../src/store/format/indexes.js";
 import { partPaths } from "../../src/store/format/key-parts.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
@@ -29,7 +29,7 @@ export async function olderCopy(
 				if (!isIndexed(m, now, c)) continue;
 				const path = partitionPath(to, chain.id, old, c);
 				const { parts } = await writer.derive(old, (d) => partitionPath(to, chain.id, d, c), path);
-				await writeKeyFilter(writer, path, INDEXES[old].key, parts);
+				await writeKeyFilter(writer, path, old, parts);
 				const gone = partitionPath(to, chain.id, now, c);
 				if (c.indexes?.includes(now))
 					for (const f of [...partPaths(gone, c.parts?.[now]), filterPath(gone)]) await rm(f, { force: true });

@@ -1,4 +1,4 @@
-import { cp, mkdtemp, rm } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -93,6 +93,20 @@ async function answers(dir: string): Promise<unknown> {
 	}
 }
 
+/** Whether the busiest wallet and the quiet ones are quiet in `dir`'s transfer records (Snapshot.quiet). */
+async function quiet(dir: string): Promise<boolean[]> {
+	const store = await createStore(dir);
+	try {
+		const snap = store.snapshot(CHAIN.id);
+		const asked = [wallets[0], ...wallets.slice(4)] as { address: string }[];
+		return await Promise.all(
+			asked.map((w) => snap.quiet("transfer_records_by_address", w.address, [0, SCALE.blocks - 1])),
+		);
+	} finally {
+		store.close();
+	}
+}
+
 /** A copy of `from` whose manifest lists none of `kinds` (its chunks and runs): readers use what is left. */
 async function without(from: string, name: string, kinds: readonly IndexName[]): Promise<string> {
 	const dir = join(root, name);
@@ -176,6 +190,8 @@ describe("by-address records", () => {
 	});
 
 	it("answer every wallet page and balance as the whole-row indexes and the datasets do; reindex upgrades an older folder", async () => {
+		// Both ways of reading a wallet are taken: the busiest window by window, the quiet ones at once.
+		expect(await quiet(fresh)).toEqual([false, ...wallets.slice(4).map(() => true)]);
 		const now = await answers(fresh);
 		// (They do list things: pages with rows, and balances.)
 		expect((json(now).match(/"hasMore":true/g) ?? []).length).toBeGreaterThan(20);
@@ -207,5 +223,23 @@ describe("by-address records", () => {
 		const report = await verifyChain(older, CHAIN.id);
 		expect(report.manifestError).toBeNull();
 		expect(report.problems).toEqual([]);
+	}, 240_000);
+
+	it("reindex adds the busy keys to key filters written without them, and the pages stay the same", async () => {
+		const dir = join(root, "unlisted-busy");
+		await cp(fresh, dir, { recursive: true });
+		const m = await loadManifest(dir, CHAIN.id, CHAIN.number);
+		// Each by-address filter cut back to its header and bits, as written before the list.
+		for (const index of RECORDS)
+			for (const f of indexFiles(dir, m, index)) {
+				const data = await readFile(f.filter as string);
+				const bits = data.readUInt32LE(4);
+				await writeFile(f.filter as string, data.subarray(0, 12 + Math.ceil(bits / 8)));
+			}
+		expect(await quiet(dir)).toEqual(wallets.slice(3).map(() => false));
+		const answered = await answers(dir);
+		await reindexChain(dir, CHAIN);
+		expect(await quiet(dir)).toEqual(await quiet(fresh));
+		expect(await answers(dir)).toEqual(answered);
 	}, 240_000);
 });

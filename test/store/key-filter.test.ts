@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { keccak256, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildKeyFilter, loadKeyFilter, saveKeyFilter } from "../../src/store/indexes/key-filter.js";
+import { buildKeyFilter, loadKeyFilter, saveKeyFilter, withBusyKeys } from "../../src/store/indexes/key-filter.js";
 
 /** Keys as the lake has them: addresses (low 20 bytes of a Keccak-256) and 32-byte hashes. */
 const hash = (i: number) => keccak256(toHex(`key ${i}`));
@@ -46,5 +46,26 @@ describe("key filter", () => {
 		expect(loaded.has(address(99_999))).toBe(false);
 		await writeFile(path, data.subarray(0, data.length - 3));
 		await expect(loadKeyFilter(path)).rejects.toThrow(/run\.parquet\.filter is not a chainlake key filter/);
+	});
+
+	it("keeps its file's busy keys after its bits; without them it reads as before, and a cut list is an error", async () => {
+		const keys = Array.from({ length: 500 }, (_, i) => address(i));
+		const { data } = await buildKeyFilter(batches(keys), keys.length);
+		const path = join(dir, "busy.parquet.filter");
+		const busy = [address(3), address(7)].sort();
+		await saveKeyFilter(path, withBusyKeys(data, busy));
+		const loaded = await loadKeyFilter(path);
+		expect(keys.every((k) => loaded.has(k))).toBe(true);
+		expect([...(loaded.busy ?? [])].sort()).toEqual(busy);
+		// An empty list says no key is busy; no list says nothing.
+		await saveKeyFilter(path, withBusyKeys(data, []));
+		expect((await loadKeyFilter(path)).busy?.size).toBe(0);
+		await saveKeyFilter(path, data);
+		expect((await loadKeyFilter(path)).busy).toBeUndefined();
+		const cut = withBusyKeys(data, busy);
+		await writeFile(path, cut.subarray(0, cut.length - 5));
+		await expect(loadKeyFilter(path)).rejects.toThrow(/busy\.parquet\.filter is not a chainlake key filter/);
+		await writeFile(path, cut.subarray(0, data.length + 6));
+		await expect(loadKeyFilter(path)).rejects.toThrow(/not a chainlake key filter/);
 	});
 });

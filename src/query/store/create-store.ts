@@ -81,6 +81,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				hasDataset: (dataset) => listedFiles(dataDir, manifest, dataset).length > 0,
 				query: (sql, params = {}, window, key) => run(manifest, sql, params, budget, window, key),
 				indexed: (index, chunk) => manifest !== null && isIndexed(manifest, index, chunk),
+				quiet: (index, key, window) => keys.quiet(manifest, index, key, window),
 				ranks: () => usableRanks(dataDir, manifest),
 				ranked: async (token) =>
 					ranksMinHoldings <= 0 || ((await ranked(manifest)).get(token) ?? 0) >= ranksMinHoldings,

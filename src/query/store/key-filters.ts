@@ -17,6 +17,8 @@ export interface KeyFilters {
 	loadFilters(paths: readonly string[]): Promise<unknown>;
 	/** The filters of the index files `sql` would read for `window`. */
 	filtersOf(manifest: Manifest | null, sql: string, window?: readonly [number, number]): string[];
+	/** Whether `key` is in no file of `index` over `window` as a busy key (Snapshot.quiet). */
+	quiet(manifest: Manifest | null, index: IndexName, key: string, window: readonly [number, number]): Promise<boolean>;
 }
 
 /** `options.files`: filters in a bucket are fetched into the cache and let go once read. */
@@ -73,5 +75,22 @@ export function keyFilters(dataDir: string, options: Pick<StoreOptions, "files">
 					if (f.filter) out.push(f.filter);
 		return out;
 	};
-	return { filters, loadFilters, filtersOf };
+	const quiet = async (
+		manifest: Manifest | null,
+		index: IndexName,
+		key: string,
+		window: readonly [number, number],
+	): Promise<boolean> => {
+		if (!manifest) return false;
+		const paths = indexFiles(dataDir, manifest, index, window).map((f) => f.filter);
+		if (paths.some((p) => p === undefined)) return false;
+		await loadFilters(paths as string[]);
+		const k = key.toLowerCase();
+		// A file without a filter, or whose filter keeps no busy list, may hold many of its rows.
+		return paths.every((p) => {
+			const f = filters.get(p as string);
+			return f !== undefined && (!f.has(k) || (f.busy !== undefined && !f.busy.has(k)));
+		});
+	};
+	return { filters, loadFilters, filtersOf, quiet };
 }

@@ -65,6 +65,12 @@ export interface Snapshot {
 	query(sql: string, params?: Params, window?: readonly [number, number], key?: string): Promise<Row[]>;
 	/** Whether a chunk's rows of `index` can be read (its own index file, or a merged run). */
 	indexed(index: IndexName, chunk: ChunkEntry): boolean;
+	/**
+	 * Whether `key` has few rows in every file of `index` over `window` (each file's key filter
+	 * rules it out or does not list it busy: store/indexes/key-filter.ts): then its rows there sit
+	 * in a row group or two of each file, and one statement can read them all.
+	 */
+	quiet(index: IndexName, key: string, window: readonly [number, number]): Promise<boolean>;
 	/** The holder ranks `{erc20_ranks}` reads, if usable with this snapshot's files (store/holder-ranks.ts). */
 	ranks(): RankEntry | null;
 	/** Whether `token` has enough ranked holdings for its holders pages to read the ranks (StoreOptions.ranksMinHoldings). */

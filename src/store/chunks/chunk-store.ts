@@ -3,7 +3,7 @@ import type { TraceFormat } from "../../rpc/types.js";
 import { crashPoint } from "../../util/crash-point.js";
 import { saveManifest } from "../delta/save-manifest.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
-import { INDEX_NAMES, INDEXES, type IndexName, writtenWith } from "../format/indexes.js";
+import { INDEX_NAMES, type IndexName, writtenWith } from "../format/indexes.js";
 import { partitionPath, stagingDir } from "../format/layout.js";
 import { chunkFiles, GHOST_DATASET, nextGeneration } from "../format/manifest.js";
 import type { ChunkEntry, GhostEntry, Manifest } from "../format/records.js";
@@ -71,7 +71,7 @@ export async function deriveIndexes(
 		const rest = Object.entries(entry.parts ?? {}).filter(([k]) => k !== i);
 		entry.parts = Object.fromEntries(parts > 1 ? [...rest, [i, parts]] : rest);
 		if (Object.keys(entry.parts).length === 0) delete entry.parts;
-		await writeKeyFilter(writer, path, INDEXES[i].key, parts);
+		await writeKeyFilter(writer, path, i, parts);
 		crashPoint("chunk.index-written");
 	}
 }

@@ -45,6 +45,11 @@ export interface IndexDef {
 	 * row groups are 2,048 rows at least: for `rowGroupSize` below that.
 	 */
 	smallGroups?: true;
+	/**
+	 * Keys with more rows than this in a file are listed as busy in its key filter
+	 * (indexes/key-filter.ts): a wallet busy in none of its files reads them all at once.
+	 */
+	busyRows?: number;
 	/** Row groups a key-range part holds (key-parts.ts; default PART_ROW_GROUPS). */
 	partRowGroups?: number;
 	/**
@@ -107,6 +112,7 @@ export const INDEXES = {
 		sortKey: "address, id",
 		key: "address",
 		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
+		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
 		columns: ADDRESS_RECORD_COLUMNS,
 		doc: `every transfer once per address it involves (\`address\` = sender, then recipient if different) with its \`id\`, \`block_number\` and its record: its other fields as one JSON array (\`record\`: ${TRANSFER_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
 	},
@@ -116,6 +122,7 @@ export const INDEXES = {
 		sortKey: "address, id",
 		key: "address",
 		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
+		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
 		columns: ADDRESS_RECORD_COLUMNS,
 		doc: `every transaction once per address it involves (\`address\` = from_address, then to_address if different) with its \`id\`, \`block_number\` and its record: its other fields as one JSON array (\`record\`: ${TRANSACTION_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
 	},

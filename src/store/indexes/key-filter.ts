@@ -1,8 +1,10 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
+import { sqlString } from "../../util/sql-string.js";
 import { removingOnFailure } from "../../util/temp-files.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
+import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 
 /**
@@ -20,6 +22,13 @@ import { partPaths } from "../format/key-parts.js";
 export interface KeyFilter {
 	/** False only if `key` is certainly not in the run. */
 	has(key: string): boolean;
+	/**
+	 * The keys with more rows in the file than its index's `busyRows` (indexes.ts), lower-case;
+	 * undefined where the filter does not say (filters written before the list, other kinds): a
+	 * key absent from it has its rows in one or two row groups of the file, so a page can read
+	 * every file of such a key at once (query/list.ts) instead of window by window.
+	 */
+	readonly busy?: ReadonlySet<string>;
 	/** Bytes of the bit array (what it costs in memory). */
 	readonly bytes: number;
 }
@@ -29,6 +38,12 @@ export const BITS_PER_KEY = 10;
 const PROBES = 7;
 const MAGIC = 0x464c4243; // "CBLF"
 const HEADER = 12;
+/**
+ * After the bit array, optionally: the busy keys (KeyFilter.busy) as BUSY_MAGIC, the key's
+ * bytes, their count, then each key's bytes. A filter without it reads as before.
+ */
+const BUSY_MAGIC = 0x59535542; // "BUSY"
+const BUSY_HEADER = 12;
 
 function positions(key: string, bits: number, out: Uint32Array): void {
 	const n = key.length;
@@ -37,9 +52,10 @@ function positions(key: string, bits: number, out: Uint32Array): void {
 	for (let i = 0; i < PROBES; i++) out[i] = (h1 + (Math.imul(i, h2) >>> 0)) % bits;
 }
 
-function over(bitset: Uint8Array, bits: number): KeyFilter {
+function over(bitset: Uint8Array, bits: number, busy?: ReadonlySet<string>): KeyFilter {
 	const probe = new Uint32Array(PROBES);
 	return {
+		busy,
 		bytes: bitset.length,
 		has(key) {
 			if (key.length < 18) return true;
@@ -83,11 +99,33 @@ export async function saveKeyFilter(path: string, data: Uint8Array): Promise<voi
 	});
 }
 
+/** `data` (a filter's header and bits) followed by the busy keys' section. */
+export function withBusyKeys(data: Uint8Array, busy: readonly string[]): Uint8Array {
+	const width = busy[0] ? (busy[0].length - 2) / 2 : 0;
+	const out = new Uint8Array(data.length + BUSY_HEADER + busy.length * width);
+	out.set(data);
+	const view = new DataView(out.buffer, data.length);
+	view.setUint32(0, BUSY_MAGIC, true);
+	view.setUint32(4, width, true);
+	view.setUint32(8, busy.length, true);
+	busy.forEach((k, i) => {
+		out.set(Buffer.from(k.slice(2), "hex"), data.length + BUSY_HEADER + i * width);
+	});
+	return out;
+}
+
 /**
- * The key filter beside an index file: chunk files get one as runs do, so a
- * wallet or hash also skips the newest chunks no run covers yet.
+ * The key filter beside a file of `index`: chunk files get one as runs do, so a wallet or hash
+ * also skips the newest chunks no run covers yet. Where the index has `busyRows`, it also lists
+ * the keys with more rows than that in the file (KeyFilter.busy).
  */
-export async function writeKeyFilter(writer: ParquetWriter, path: string, key: string, parts = 1): Promise<number> {
+export async function writeKeyFilter(
+	writer: ParquetWriter,
+	path: string,
+	index: IndexName,
+	parts = 1,
+): Promise<number> {
+	const { key, busyRows }: IndexDef = INDEXES[index];
 	// Over every key-range part: one filter for the whole file (its parts hold distinct keys).
 	let keys = 0;
 	for (const part of partPaths(path, parts)) keys += await writer.countDistinct(part, key);
@@ -97,7 +135,14 @@ export async function writeKeyFilter(writer: ParquetWriter, path: string, key: s
 		})(),
 		keys,
 	);
-	await saveKeyFilter(filterPath(path), data);
+	const busy: string[] = [];
+	if (busyRows !== undefined)
+		for (const part of partPaths(path, parts))
+			for (const r of await writer.select(
+				`SELECT lower("${key}") AS k FROM read_parquet(${sqlString(part)}) GROUP BY "${key}" HAVING count(*) > ${Math.floor(busyRows)} ORDER BY k`,
+			))
+				busy.push(String(r.k));
+	await saveKeyFilter(filterPath(path), busyRows === undefined ? data : withBusyKeys(data, busy));
 	return keys;
 }
 
@@ -106,15 +151,27 @@ export async function loadKeyFilter(path: string): Promise<KeyFilter> {
 	const data = new Uint8Array(await readFile(path));
 	const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
 	const bits = data.length >= HEADER ? view.getUint32(4, true) : 0;
+	const end = HEADER + Math.ceil(bits / 8);
+	const damaged = () =>
+		new Error(`${path} is not a chainlake key filter (damaged?): run npm run reindex to rebuild it`);
 	if (
 		data.length < HEADER ||
 		view.getUint32(0, true) !== MAGIC ||
 		view.getUint32(8, true) !== PROBES ||
-		data.length !== HEADER + Math.ceil(bits / 8)
+		data.length < end
 	) {
-		throw new Error(`${path} is not a chainlake key filter (damaged?): run npm run reindex to rebuild it`);
+		throw damaged();
 	}
-	return over(data.subarray(HEADER), bits);
+	if (data.length === end) return over(data.subarray(HEADER, end), bits);
+	// The busy keys' section, whole or the file is damaged.
+	if (data.length < end + BUSY_HEADER || view.getUint32(end, true) !== BUSY_MAGIC) throw damaged();
+	const width = view.getUint32(end + 4, true);
+	const count = view.getUint32(end + 8, true);
+	if (data.length !== end + BUSY_HEADER + width * count) throw damaged();
+	const busy = new Set<string>();
+	for (let i = 0, at = end + BUSY_HEADER; i < count; i++, at += width)
+		busy.add(`0x${Buffer.from(data.subarray(at, at + width)).toString("hex")}`);
+	return over(data.subarray(HEADER, end), bits, busy);
 }
 
 /** The file of a run's filter. */

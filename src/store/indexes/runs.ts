@@ -1,7 +1,7 @@
 import { crashPoint } from "../../util/crash-point.js";
 import { saveManifest } from "../delta/save-manifest.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
-import { INDEXES, type IndexName } from "../format/indexes.js";
+import type { IndexName } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
 import { nextGeneration } from "../format/manifest.js";
@@ -137,7 +137,7 @@ export async function mergeStep(
 	run.rows = written.rows;
 	if (written.parts > 1) run.parts = written.parts;
 	crashPoint("runs.merged");
-	run.keys = await writeKeyFilter(writer, path, INDEXES[index].key, written.parts);
+	run.keys = await writeKeyFilter(writer, path, index, written.parts);
 	crashPoint("runs.filter-written");
 	const merged = new Set(group.map((u) => u.run).filter((r) => r !== undefined));
 	return exclusive(async () => {

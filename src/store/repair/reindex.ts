@@ -13,6 +13,7 @@ import { ranksStep } from "../holdings/holder-ranks.js";
 import { filterPath } from "../indexes/key-filter.js";
 import { isIndexed, runFiles } from "../indexes/listing.js";
 import { createRetireLater } from "../retire/retire-later.js";
+import { addBusyLists } from "./busy-lists.js";
 import { DamagedFileError, damageBehind } from "./damage.js";
 import { upgradeTypes } from "./upgrade-types.js";
 import { checkRuns } from "./verify-runs.js";
@@ -98,6 +99,8 @@ export async function reindexChain(
 			retired.retire(files);
 			await retired.sweep();
 		});
+		// Key filters from before their busy keys were listed (busy-lists.ts).
+		await addBusyLists(writer, dataDir, manifest);
 		// Then the holder ranks over the runs (holder-ranks.ts).
 		const gone = await ranksStep(writer, dataDir, manifest);
 		if (gone) retired.retire(gone);
