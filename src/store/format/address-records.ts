@@ -6,7 +6,9 @@ import { SCHEMAS } from "./schema.js";
  * id (indexes.ts `transfer_records_by_address`, `transaction_records_by_address`). A wallet's page
  * reads three columns of the row group(s) holding it instead of 15 or 25: measured on M's newest
  * by-address part (issue 26, BENCHMARKS.md "third figures"), a quiet wallet's lookup 1.77-1.89 ms
- * in groups of 2,048 against 5.2-5.7 for the 15 columns in groups of 4,096, at 1.4% fewer bytes.
+ * in groups of 2,048 against 5.2-5.7 for the 15 columns in groups of 4,096; over the whole of M
+ * 1.5% more bytes than the whole rows (2,068 against 2,037 MiB for transfers; zstd already folds
+ * the address repeated inside a record: blanking it saved 2.4%, not kept).
  * `block_number` stays a column: a page's windows prune on it; `id` too: pages sort and resume on it.
  *
  * Filters (direction, counterparty, asset, contract, token id, origin) read the fields back out of
