@@ -115,7 +115,7 @@ export async function deltaSums(
 		const every = (index: IndexName) =>
 			db.chunks().every((c) => !c.datasets.includes("transfers") || db.indexed(index, c));
 		const src = every("transfer_records_by_address")
-			? `(SELECT * EXCLUDE (address, record) FROM ${recordRelationSql("transfers", rel("transfer_records_by_address"))} WHERE address = $v AND (${blocks}))`
+			? `(SELECT * EXCLUDE (address, side, record) FROM ${recordRelationSql("transfers", rel("transfer_records_by_address"))} WHERE address = $v AND (${blocks}))`
 			: every("transfers_by_address")
 				? `(SELECT * EXCLUDE (address) FROM ${rel("transfers_by_address")} WHERE address = $v AND (${blocks}))`
 				: `(SELECT * FROM ${rel("transfers")} WHERE (sender = $v OR recipient = $v) AND (${blocks}))`;

@@ -1,9 +1,9 @@
 import type { IndexName } from "../store/format/indexes.js";
-import { inList, sideConditions } from "./conditions.js";
+import { inList } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import { decodeTransactionRecord } from "./records-decode.js";
 import type { Params, Row, Snapshot } from "./store/store.js";
-import { walletIndexes } from "./wallet-indexes.js";
+import { walletRows } from "./wallet-indexes.js";
 
 export const TX_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, transaction_index, from_address, to_address, value, input, nonce, status, transaction_type, fee, gas_used, cumulative_gas_used, gas, gas_price, effective_gas_price, max_fee_per_gas, max_priority_fee_per_gas, contract_address, r, s, v";
@@ -20,10 +20,8 @@ export interface WalletTxFilter {
 /** Transactions sent (`from`) or received (`to`) by an address. */
 export function findWalletTransactions(db: Snapshot, f: WalletTxFilter, page: Page): Promise<ListResult> {
 	const params: Params = {};
-	const where = sideConditions(["from_address", "to_address"], f, params);
-	const all = where.join(" AND ");
-	const indexes = walletIndexes("transactions", `address = $address AND ${all}`, f.address);
-	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where: all, params, indexes }, page);
+	const { where, indexes } = walletRows("transactions", f, [], params);
+	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where, params, indexes }, page);
 }
 
 /** Whether every chunk with `dataset` has `index` (its own file or a run): then the index answers alone. */

@@ -1,7 +1,7 @@
-import { inList, sideConditions } from "./conditions.js";
+import { inList } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import type { Params, Snapshot } from "./store/store.js";
-import { walletIndexes } from "./wallet-indexes.js";
+import { walletRows } from "./wallet-indexes.js";
 
 export const TRANSFER_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard";
@@ -33,13 +33,7 @@ const ASSET_CONDITION: Record<AssetFilter, string> = {
 /** Transfers matching `f`, a page at a time in chain order. */
 export function findTransfers(db: Snapshot, f: TransferFilter, page: Page): Promise<ListResult> {
 	const params: Params = {};
-	const where = f.address
-		? sideConditions(
-				["sender", "recipient"],
-				{ address: f.address, direction: f.direction, counterparty: f.counterparty },
-				params,
-			)
-		: [];
+	const where: string[] = [];
 	if (f.token) {
 		params.token = f.token;
 		where.push("contract = $token");
@@ -54,8 +48,12 @@ export function findTransfers(db: Snapshot, f: TransferFilter, page: Page): Prom
 	}
 	if (f.assets?.length) where.push(`(${f.assets.map((a) => ASSET_CONDITION[a]).join(" OR ")})`);
 	if (f.contracts?.length) where.push(inList("contract", "contract", f.contracts, params));
-	const all = where.join(" AND ") || "true";
+	if (!f.address) {
+		const all = where.join(" AND ") || "true";
+		return listRows(db, { dataset: "transfers", columns: TRANSFER_COLUMNS, where: all, params }, page);
+	}
 	// A wallet's transfers come from the address-sorted index where the chunks have one.
-	const indexes = f.address ? walletIndexes("transfers", `address = $address AND ${all}`, f.address) : undefined;
+	const wallet = { address: f.address, direction: f.direction, counterparty: f.counterparty };
+	const { where: all, indexes } = walletRows("transfers", wallet, where, params);
 	return listRows(db, { dataset: "transfers", columns: TRANSFER_COLUMNS, where: all, params, indexes }, page);
 }

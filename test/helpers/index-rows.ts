@@ -6,6 +6,12 @@ export const INDEX_SIDES = {
 	transaction_records_by_address: ["transactions", "from_address", "to_address"],
 } as const;
 
+/** The columns each kind keeps beside its record (after address, id, block_number and side). */
+const KEPT: Record<keyof typeof INDEX_SIDES, string> = {
+	transfer_records_by_address: "asset_type, token_standard, contract, ",
+	transaction_records_by_address: "",
+};
+
 /**
  * The record of each kind: the source's fields as one JSON array, in this order (the API's
  * columns but id and block_number), written out here independently of address-records.ts.
@@ -22,7 +28,7 @@ const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 /**
  * Compares an index file with the rows it should hold, computed from its source dataset
  * file(s): one row per side (`address` = the first side, then the second side only if it is
- * set and differs), as (address, id, block_number, record). Returns the rows in the file but not expected
+ * set and differs), as (address, id, block_number, side, the columns kept, record). Returns the rows in the file but not expected
  * (`extra`) and expected but not in the file (`missing`) as multisets, both counts, and whether
  * the file's rows come in (address, id) order with no key twice.
  */
@@ -35,9 +41,10 @@ export async function indexDiff(
 	const [, a, b] = INDEX_SIDES[index];
 	const src = `read_parquet([${sourceFiles.map(quote).join(", ")}])`;
 	const file = `read_parquet(${quote(indexFile)})`;
-	const row = `id, block_number, json_array(${RECORD_FIELDS[index]})::VARCHAR AS record`;
-	const expected = `(SELECT ${a} AS address, ${row} FROM ${src} WHERE ${a} IS NOT NULL
-		UNION ALL SELECT ${b} AS address, ${row} FROM ${src} WHERE ${b} IS NOT NULL AND ${b} <> ${a})`;
+	const row = `${KEPT[index]}json_array(${RECORD_FIELDS[index]})::VARCHAR AS record`;
+	// side: which side the address is ('out' the first, 'in' the second, 'self' both).
+	const expected = `(SELECT ${a} AS address, id, block_number, CASE WHEN ${b} IS NOT NULL AND ${b} = ${a} THEN 'self' ELSE 'out' END AS side, ${row} FROM ${src} WHERE ${a} IS NOT NULL
+		UNION ALL SELECT ${b} AS address, id, block_number, 'in' AS side, ${row} FROM ${src} WHERE ${b} IS NOT NULL AND ${b} <> ${a})`;
 	const conn = await db.connect();
 	try {
 		const [counts] = (

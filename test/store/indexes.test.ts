@@ -86,11 +86,15 @@ describe("index files of a backfilled chain", () => {
 
 	it.each(Object.entries(INDEX_SIDES))("%s holds exactly one row per side of each source row", async (index, sides) => {
 		const source = sides[0];
-		const columns = ["address", "id", "block_number", "record"];
+		const columns = [
+			...["address", "id", "block_number", "side"],
+			...(source === "transfers" ? ["asset_type", "token_standard", "contract"] : []),
+			"record",
+		];
 		let total = 0;
 		for (const c of manifest.chunks) {
 			const file = indexFile(dataDir, index, c);
-			// The index's columns: address, the row's id and block, its record.
+			// The index's columns: address, the row's id and block, the address's side, filter columns, the record.
 			const described = await rows(`DESCRIBE SELECT * FROM read_parquet(${q(file)})`);
 			expect(described.map((d) => d.column_name)).toEqual(columns);
 			// The expected rows, computed from the chunk's dataset file; in (address, id) order.

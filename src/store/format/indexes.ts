@@ -1,6 +1,6 @@
 import type { DatasetName } from "../../extract/rows.js";
 import {
-	ADDRESS_RECORD_COLUMNS,
+	addressRecordColumns,
 	addressRecordsSql,
 	TRANSACTION_ADDRESS_FIELDS,
 	TRANSFER_ADDRESS_FIELDS,
@@ -113,8 +113,8 @@ export const INDEXES = {
 		key: "address",
 		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
 		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
-		columns: ADDRESS_RECORD_COLUMNS,
-		doc: `every transfer once per address it involves (\`address\` = sender, then recipient if different) with its \`id\`, \`block_number\` and its record: its other fields as one JSON array (\`record\`: ${TRANSFER_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
+		columns: addressRecordColumns("transfers"),
+		doc: `every transfer once per address it involves (\`address\` = sender, then recipient if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self), the columns a page filters on (\`asset_type\`, \`token_standard\`, \`contract\`) and its record: its fields as one JSON array (\`record\`: ${TRANSFER_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
 	},
 	transaction_records_by_address: {
 		source: "transactions",
@@ -123,8 +123,8 @@ export const INDEXES = {
 		key: "address",
 		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
 		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
-		columns: ADDRESS_RECORD_COLUMNS,
-		doc: `every transaction once per address it involves (\`address\` = from_address, then to_address if different) with its \`id\`, \`block_number\` and its record: its other fields as one JSON array (\`record\`: ${TRANSACTION_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
+		columns: addressRecordColumns("transactions"),
+		doc: `every transaction once per address it involves (\`address\` = from_address, then to_address if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self) and its record: its fields as one JSON array (\`record\`: ${TRANSACTION_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
 	},
 	// Their predecessors, whole rows: still read in folders that have them for every chunk,
 	// until reindex replaces them.
