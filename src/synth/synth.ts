@@ -1,4 +1,4 @@
-import { mkdir, rename } from "node:fs/promises";
+import { mkdir, rename, rm, rmdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../extract/rows.js";
@@ -91,6 +91,9 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 		writer.close();
 		conn.closeSync();
 		instance.closeSync();
+		// DuckDB's spill files went with it; the folders go too, so the folder is the backfill's.
+		await rm(tempDirectory, { recursive: true, force: true });
+		await rmdir(dirname(tempDirectory)).catch(() => {});
 	}
 
 	/**
