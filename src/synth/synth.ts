@@ -38,14 +38,19 @@ export interface SynthOptions {
  */
 export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number; rows: Record<string, number> }> {
 	// Both DuckDBs bounded (each defaults to 80% of the memory: M's synth peaked at 13.2 GB), spilling past it.
+	// A spill folder each: two DuckDBs sharing one overwrite each other's spill files (seen: a
+	// "Cannot resize vector" error from one, after the other had spilled).
 	const tempDirectory = join(stagingDir(o.dataDir, o.chain.id), "duckdb");
 	const instance = await DuckDBInstance.create(":memory:", {
 		memory_limit: SYNTH_MEMORY_LIMIT,
-		temp_directory: tempDirectory,
+		temp_directory: join(tempDirectory, "generator"),
 		...(o.threads ? { threads: String(o.threads) } : {}),
 	});
 	const conn = await instance.connect();
-	const writer = await createParquetWriter({ memoryLimit: SYNTH_MEMORY_LIMIT, tempDirectory });
+	const writer = await createParquetWriter({
+		memoryLimit: SYNTH_MEMORY_LIMIT,
+		tempDirectory: join(tempDirectory, "writer"),
+	});
 	const scalar = async (sql: string) => (await conn.runAndReadAll(sql)).getRows()[0]?.[0];
 	try {
 		await conn.run(macrosSql(o.scale));
