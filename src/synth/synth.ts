@@ -41,6 +41,8 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 	// A spill folder each: two DuckDBs sharing one overwrite each other's spill files (seen: a
 	// "Cannot resize vector" error from one, after the other had spilled).
 	const tempDirectory = join(stagingDir(o.dataDir, o.chain.id), "duckdb");
+	// DuckDB creates a spill folder's last level only, when it first spills.
+	for (const d of ["generator", "writer"]) await mkdir(join(tempDirectory, d), { recursive: true });
 	const instance = await DuckDBInstance.create(":memory:", {
 		memory_limit: SYNTH_MEMORY_LIMIT,
 		temp_directory: join(tempDirectory, "generator"),
