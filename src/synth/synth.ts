@@ -5,7 +5,7 @@ import { DATASETS } from "../extract/rows.js";
 import { deriveIndexes } from "../store/chunks/chunk-store.js";
 import { deleteNow, mergeAll } from "../store/chunks/merges.js";
 import { saveManifest } from "../store/delta/save-manifest.js";
-import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/files/parquet-writer.js";
+import { createParquetWriter, parquetCopyOptions } from "../store/files/parquet-writer.js";
 import { alignedChunks, partitionPath, stagingDir } from "../store/format/layout.js";
 import { loadManifest, missingRanges, nextGeneration } from "../store/format/manifest.js";
 import type { ChunkEntry } from "../store/format/records.js";
@@ -83,7 +83,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 				gen: nextGeneration(manifest),
 			};
 			for (const d of DATASETS) {
-				const n = await writeFile(datasetSelectSql(d), orderOf(d), partitionPath(o.dataDir, o.chain.id, d, entry));
+				const n = await writeFile(datasetSelectSql(d), partitionPath(o.dataDir, o.chain.id, d, entry));
 				entry.rows[d] = n;
 				totals[d] = (totals[d] ?? 0) + n;
 			}
@@ -108,14 +108,26 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 	}
 
 	/**
-	 * Writes `select` sorted, then renames. The row count the Parquet options need is counted
-	 * first (DuckDB computes no column for it), rather than the rows materialised in a table.
+	 * Writes `select` (its rows come in the file's order: chunk-sql.ts), then renames. No sort:
+	 * DuckDB could not spill its sort of a whole chunk's dataset (chunk 10's 5.4M transfers at M
+	 * ran a 5 GB DuckDB out of memory). The rows go through a temporary table, which DuckDB
+	 * spills when it must, written by one thread: it cuts row groups where a batch or a
+	 * vector ends, so only from a table's full vectors on one thread are they the 65,536 rows
+	 * of a sorted COPY (the same bytes as before; DICTIONARY_SIZE_LIMIT counts on it), on every
+	 * thread count. The table also gives the row count the Parquet options need.
 	 */
-	async function writeFile(select: string, order: string, path: string): Promise<number> {
-		const n = Number(await scalar(`SELECT count(*) FROM (${select})`));
+	async function writeFile(select: string, path: string): Promise<number> {
 		await mkdir(dirname(path), { recursive: true });
-		await conn.run(`COPY (${select} ORDER BY ${order}) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions(n)})`);
-		await rename(`${path}.tmp`, path);
-		return n;
+		await conn.run("SET threads = 1");
+		try {
+			await conn.run(`CREATE OR REPLACE TEMP TABLE s_out AS ${select}`);
+			const n = Number(await scalar("SELECT count(*) FROM s_out"));
+			await conn.run(`COPY (SELECT * FROM s_out) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions(n)})`);
+			await rename(`${path}.tmp`, path);
+			return n;
+		} finally {
+			await conn.run("DROP TABLE IF EXISTS s_out");
+			await conn.run(o.threads ? `SET threads = ${o.threads}` : "RESET threads");
+		}
 	}
 }
