@@ -16,11 +16,13 @@ import { chunkTablesSql, datasetSelectSql, macrosSql } from "./chunk-sql.js";
 import type { Scale } from "./scales.js";
 
 /**
- * DuckDB's memory limits of the synth's two DuckDBs. The generator's holds the chunk's tables
- * while it sorts each dataset file whole (2.6M transfers at M's chunk 9): held to 3 GB beside
- * them, an M run failed there out of memory. The writer's sorts go part by part (parquet-writer.ts).
+ * DuckDB's memory limits of the synth's two DuckDBs. The generator's holds the chunk's two
+ * tables and one dataset's rows in a temporary table, which it spills past the limit (nothing of
+ * it is sorted: writeFile). The writer's sorts go key-range part by part, its derives block range
+ * by block range (parquet-writer.ts); at 3 GB its transaction_records derive of M's chunk 10 at
+ * once ran out, so it gets the larger share.
  */
-export const SYNTH_MEMORY_LIMIT = { generator: "5GB", writer: "3GB" } as const;
+export const SYNTH_MEMORY_LIMIT = { generator: "2.5GB", writer: "4GB" } as const;
 
 export interface SynthOptions {
 	scale: Scale;

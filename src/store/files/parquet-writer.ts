@@ -58,6 +58,11 @@ export interface ParquetWriter {
 	 */
 	merge(dataset: DatasetName, files: string[], path: string, where?: string): Promise<number>;
 	/**
+	 * The same for files whose rows are already in order one after the other (adjacent chunks' files,
+	 * in chain order), without sorting them again: the same file a merge writes.
+	 */
+	concat(files: string[], path: string): Promise<number>;
+	/**
 	 * Merges index files (chunk files or runs of `index`, every part of each) into one run at
 	 * `path`, sorted, in key-range parts when large (format/key-parts.ts); returns its rows and parts.
 	 */
@@ -91,11 +96,37 @@ export interface IndexWrite {
 export const orderOf = (name: DatasetName | IndexName): string =>
 	name in INDEXES ? INDEXES[name as IndexName].sortKey : `"${SORT_KEY[name as DatasetName]}"`;
 
-/** The rows of index `index` for one chunk, from its source dataset's file. */
-export const indexRowsSql = (index: IndexName, fileOf: (d: DatasetName) => string): string => {
-	const rel = (d: DatasetName) => `read_parquet(${quote(fileOf(d))})`;
+/** Blocks (after, upTo] of a chunk (null: open); our own integers, from a file's statistics. */
+export type BlockPiece = readonly [after: number | null, upTo: number | null];
+
+/**
+ * The rows of index `index` for one chunk, from its source dataset's file; of the blocks of
+ * `piece` only, when given (every dataset file read is cut to them).
+ */
+export const indexRowsSql = (index: IndexName, fileOf: (d: DatasetName) => string, piece?: BlockPiece): string => {
+	const rel = (d: DatasetName) => {
+		const file = `read_parquet(${quote(fileOf(d))})`;
+		if (!piece) return file;
+		const block = d === "blocks" ? `"number"` : `"block_number"`;
+		const [after, upTo] = piece;
+		// (No block number, never written: in the first piece, so no row is left out.)
+		const cut = [
+			after === null ? null : `${block} > ${after}`,
+			upTo === null ? null : after === null ? `(${block} <= ${upTo} OR ${block} IS NULL)` : `${block} <= ${upTo}`,
+		];
+		return `(SELECT * FROM ${file} WHERE ${cut.filter((c) => c !== null).join(" AND ") || "true"})`;
+	};
 	return INDEXES[index].select(rel(INDEXES[index].source), rel);
 };
+
+/**
+ * Source row groups (of 65,536 rows) a derive reads at once, when its index has no merge of its
+ * own. Such an index's rows over blocks A and B are its rows over A and those over B (its runs
+ * merge by putting rows together), so a chunk's can be made block range by block range: a
+ * transaction_records derive of M's chunk 10 at once (1.1M transactions, their 3.3M logs
+ * grouped into lists) ran a 3 GB DuckDB out of memory.
+ */
+const PIECE_ROW_GROUPS = 8;
 
 /**
  * Row groups of the staging files a derive splits its rows into: each part's file holds a row
@@ -124,6 +155,8 @@ export function parquetCopyOptions(rows: number): string {
 export const indexCopyOptions = (index: IndexName) =>
 	`FORMAT parquet, COMPRESSION ${quote(PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEXES[index].rowGroupSize}`;
 
+const WRITER_THREADS = 2;
+
 /** DuckDB settings of a writer (default: DuckDB's, 80% of the memory and `.tmp` under the working folder). */
 export interface WriterSettings {
 	/** DuckDB's memory_limit (e.g. "3GB"): past it, sorts and temporary tables spill to `tempDirectory`. */
@@ -138,7 +171,7 @@ export interface WriterSettings {
  */
 export async function createParquetWriter(settings: WriterSettings = {}): Promise<ParquetWriter> {
 	const instance = await DuckDBInstance.create(":memory:", {
-		threads: "2",
+		threads: String(WRITER_THREADS),
 		...(settings.memoryLimit ? { memory_limit: settings.memoryLimit } : {}),
 		...(settings.tempDirectory ? { temp_directory: settings.tempDirectory } : {}),
 	});
@@ -186,6 +219,20 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		});
 	};
 	const countOf = async (sql: string) => Number((await conn.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
+	/** A dataset file's blocks cut every PIECE_ROW_GROUPS row groups, by its block column's statistics. */
+	const blockPieces = async (file: string, dataset: DatasetName): Promise<BlockPiece[]> => {
+		const column = dataset === "blocks" ? "number" : "block_number";
+		const read = await conn.runAndReadAll(
+			`SELECT stats_max FROM parquet_metadata(${quote(file)}) WHERE path_in_schema = '${column}' ORDER BY row_group_id`,
+		);
+		const maxes = read.getRows().map((r) => Number(r[0]));
+		const cuts = [
+			...new Set(
+				maxes.filter((m, g) => (g + 1) % PIECE_ROW_GROUPS === 0 && g + 1 < maxes.length && Number.isSafeInteger(m)),
+			),
+		].sort((a, b) => a - b);
+		return [null, ...cuts].map((after, k) => [after, cuts[k] ?? null] as const);
+	};
 	const writer: ParquetWriter = {
 		write(dataset, rows, path, stagingDir) {
 			const schema: Record<string, readonly [string, string]> = SCHEMAS[dataset];
@@ -229,6 +276,33 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				await conn.run(
 					`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions(n)})`,
 				);
+				await fsyncFile(tmp);
+				crashPoint("parquet.merge.tmp-written");
+				await rename(tmp, path);
+				await fsyncDir(dirname(path));
+				return n;
+			});
+		},
+		async concat(files, path) {
+			await mkdirDurably(dirname(path));
+			const tmp = `${path}.tmp`;
+			return removingOnFailure([tmp], async () => {
+				// No sort (a merged chunk's 8M rows at once would not fit in a bounded DuckDB): the
+				// files are read in order through a temporary table (spilled when it must) by one
+				// thread, so COPY cuts row groups of 65,536 rows, as a sorted COPY does; from the files
+				// themselves it cuts where each file's last row group ends.
+				let n = 0;
+				await conn.run("SET threads = 1");
+				try {
+					await conn.run(
+						`CREATE OR REPLACE TEMP TABLE concat_rows AS SELECT * FROM read_parquet([${files.map(quote).join(", ")}])`,
+					);
+					n = await countOf("SELECT count(*)::BIGINT FROM concat_rows");
+					await conn.run(`COPY (SELECT * FROM concat_rows) TO ${quote(tmp)} (${parquetCopyOptions(n)})`);
+				} finally {
+					await conn.run("DROP TABLE IF EXISTS concat_rows");
+					await conn.run(`SET threads = ${WRITER_THREADS}`);
+				}
 				await fsyncFile(tmp);
 				crashPoint("parquet.merge.tmp-written");
 				await rename(tmp, path);
@@ -280,20 +354,25 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			return read.getRowObjectsJS().map((r) => String(r.hash));
 		},
 		async derive(index, fileOf, path) {
-			const rows = indexRowsSql(index, fileOf);
 			const def: IndexDef = INDEXES[index];
-			const count = await countOf(`SELECT count(*)::BIGINT FROM (${rows})`);
+			const pieces = def.merge ? [undefined] : await blockPieces(fileOf(def.source), def.source);
+			let count = 0;
+			for (const piece of pieces)
+				count += await countOf(`SELECT count(*)::BIGINT FROM (${indexRowsSql(index, fileOf, piece)})`);
 			const parts = partsFor(count, def.rowGroupSize, def.partRowGroups);
+			const rows = indexRowsSql(index, fileOf);
 			if (parts === 1) return writeParts(index, count, () => rows, path, "parquet.derive.tmp-written");
-			// The source is in chain order: its rows go once into one staging file per part, which
-			// each part then sorts (rather than every part scanning the whole source).
+			// The source is in chain order: its rows go once, piece by piece, into staging files by
+			// part, which each part then sorts (rather than every part scanning the whole source).
 			const staged = join(stagingDirOf(path), `${basename(path)}.parts`);
 			try {
 				await rm(staged, { recursive: true, force: true });
 				await mkdir(dirname(staged), { recursive: true });
-				await conn.run(
-					`COPY (SELECT *, ${partNumberSql(def.key, parts)} AS _part FROM (${rows})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part))`,
-				);
+				for (const [j, piece] of pieces.entries()) {
+					await conn.run(
+						`COPY (SELECT *, ${partNumberSql(def.key, parts)} AS _part FROM (${indexRowsSql(index, fileOf, piece)})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), FILENAME_PATTERN 'piece${j}_{i}', OVERWRITE_OR_IGNORE true)`,
+					);
+				}
 				const present = new Set(await readdir(staged));
 				return await writeParts(
 					index,
