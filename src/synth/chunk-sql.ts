@@ -32,7 +32,10 @@ CREATE OR REPLACE MACRO block_hash(b) AS h32('block', b);
 
 /**
  * Temp tables for blocks [from, to]: s_block (one row a block) and s_tx (one a transaction,
- * with everything its logs, transfers and traces derive from). `from`/`to` are our own integers.
+ * with everything its logs, transfers and traces derive from), each in chain order: every
+ * dataset's SELECT keeps that order (DuckDB keeps a single table's row order through SELECT,
+ * WHERE and unnest), which is its file's id order, so no dataset is sorted (a sort of chunk 10's
+ * 5.4M transfers at M ran a 5 GB DuckDB out of memory). `from`/`to` are our own integers.
  */
 export function chunkTablesSql(scale: Scale, from: number, to: number): string {
 	return `
@@ -56,19 +59,28 @@ SELECT b, i, k,
 	1000000000 + (hash(k, 'tip') % 3000000000)::BIGINT AS tip,
 	coalesce(sum(hash(k, 'n_logs') % 7) OVER (PARTITION BY b ORDER BY i ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::INTEGER AS log_base,
 	sum(21000 + (hash(k, 'gas') % 200000)) OVER (PARTITION BY b ORDER BY i)::BIGINT AS cumulative_gas_used
-FROM k;
-
-CREATE OR REPLACE TEMP TABLE s_log AS
-WITH l AS (SELECT *, unnest(range(n_logs)) AS j FROM s_tx)
-SELECT *, log_base + j AS log_index, u(hash(k, j), 'kind') AS kind,
-	CASE WHEN u(hash(k, j), 'own') < 0.5 THEN from_address ELSE account(u(hash(k, j), 'sender')) END AS sender,
-	account(u(hash(k, j), 'recipient')) AS recipient,
-	contract(u(hash(k, j), 'token')) AS token,
-	(hash(k, j, 'amount') % 100000000000000000000)::HUGEINT AS amount,
-	(hash(k, j, 'token_id') % 100000)::BIGINT AS token_id
-FROM l;
+FROM k
+ORDER BY b, i;
 `;
 }
+
+/**
+ * The rows of `rows` (s_tx's columns and j, the log's position in its transaction) with the
+ * log's own columns, those of rows where `isLog` holds (the others' are NULL and not computed).
+ */
+const withLogColumns = (rows: string, isLog = "true") => {
+	const log = (expr: string) => `CASE WHEN ${isLog} THEN ${expr} END`;
+	return `(SELECT *, ${log("log_base + j")} AS log_index, ${log("u(hash(k, j), 'kind')")} AS kind,
+	${log("CASE WHEN u(hash(k, j), 'own') < 0.5 THEN from_address ELSE account(u(hash(k, j), 'sender')) END")} AS sender,
+	${log("account(u(hash(k, j), 'recipient'))")} AS recipient,
+	${log("contract(u(hash(k, j), 'token'))")} AS token,
+	${log("(hash(k, j, 'amount') % 100000000000000000000)::HUGEINT")} AS amount,
+	${log("(hash(k, j, 'token_id') % 100000)::BIGINT")} AS token_id
+FROM ${rows})`;
+};
+
+/** A transaction's logs: s_tx's columns, j and the log's own. */
+const LOGS = withLogColumns("(SELECT *, unnest(range(n_logs)) AS j FROM s_tx)");
 
 const BASE_FEE = 1_000_000_000;
 /** Token standard of a log by its kind in [0, 1): 85% transfers (mostly ERC-20), 15% other events. */
@@ -141,7 +153,7 @@ function columnsOf(dataset: DatasetName): { from: string; columns: Record<string
 			};
 		case "logs":
 			return {
-				from: "s_log l",
+				from: `${LOGS} l`,
 				columns: {
 					id: "item_id(b, i, log_index)",
 					...txContext("l"),
@@ -157,26 +169,28 @@ function columnsOf(dataset: DatasetName): { from: string; columns: Record<string
 				},
 			};
 		case "transfers":
+			// Per transaction, in ordinal order: its native transfer (r = 0, when it carries
+			// value), its internal calls' (r = 1..n_int), its token transfers (the logs after).
 			return {
 				from: `(
-					SELECT b, i, k, tx_hash, from_address AS origin, 0 AS ordinal, 'native' AS asset_type, 'native' AS token_standard,
-						NULL AS contract, from_address AS sender, to_address AS recipient, value::VARCHAR AS value, NULL AS token_id,
-						NULL AS log_index, 0 AS trace_index
-					FROM s_tx WHERE value > 0
-					UNION ALL
-					SELECT b, i, k, tx_hash, from_address, f.n AS ordinal, 'native', 'native', NULL, to_address,
-						account(u(hash(k, f.n), 'internal')), (hash(k, f.n, 'internal_value') % 10000000000000000 + 1)::VARCHAR,
-						NULL, NULL, f.n
-					FROM (SELECT *, unnest(range(1, n_int + 1)) AS n FROM s_tx) f
-					UNION ALL
-					SELECT b, i, k, tx_hash, from_address, ${0x8000_0000} + log_index,
-						CASE WHEN kind < ${KIND.erc20} THEN 'ft' ELSE 'nft' END,
-						CASE WHEN kind < ${KIND.erc20} THEN 'erc20' WHEN kind < ${KIND.erc721} THEN 'erc721' ELSE 'erc1155' END,
-						token, sender, recipient,
-						CASE WHEN kind < ${KIND.erc20} THEN amount::VARCHAR WHEN kind < ${KIND.erc721} THEN NULL ELSE (amount % 1000 + 1)::VARCHAR END,
-						CASE WHEN kind < ${KIND.erc20} THEN NULL ELSE token_id::VARCHAR END,
-						log_index, NULL
-					FROM s_log WHERE kind < ${KIND.erc1155}
+					SELECT b, i, k, tx_hash, from_address AS origin,
+						CASE WHEN src = 'native' THEN 0 WHEN src = 'internal' THEN r ELSE ${0x8000_0000} + log_index END AS ordinal,
+						CASE WHEN src <> 'token' THEN 'native' WHEN kind < ${KIND.erc20} THEN 'ft' ELSE 'nft' END AS asset_type,
+						CASE WHEN src <> 'token' THEN 'native' WHEN kind < ${KIND.erc20} THEN 'erc20' WHEN kind < ${KIND.erc721} THEN 'erc721' ELSE 'erc1155' END AS token_standard,
+						CASE WHEN src = 'token' THEN token END AS contract,
+						CASE WHEN src = 'native' THEN from_address WHEN src = 'internal' THEN to_address ELSE sender END AS sender,
+						CASE WHEN src = 'native' THEN to_address WHEN src = 'internal' THEN account(u(hash(k, r), 'internal')) ELSE recipient END AS recipient,
+						CASE WHEN src = 'native' THEN value::VARCHAR
+							WHEN src = 'internal' THEN (hash(k, r, 'internal_value') % 10000000000000000 + 1)::VARCHAR
+							WHEN kind < ${KIND.erc20} THEN amount::VARCHAR WHEN kind < ${KIND.erc721} THEN NULL ELSE (amount % 1000 + 1)::VARCHAR END AS value,
+						CASE WHEN src = 'token' AND kind >= ${KIND.erc20} THEN token_id::VARCHAR END AS token_id,
+						CASE WHEN src = 'token' THEN log_index END AS log_index,
+						CASE WHEN src = 'native' THEN 0 WHEN src = 'internal' THEN r END AS trace_index
+					FROM (
+						SELECT *, CASE WHEN r = 0 THEN 'native' WHEN r <= n_int THEN 'internal' ELSE 'token' END AS src
+						FROM ${withLogColumns("(SELECT *, r - n_int - 1 AS j FROM (SELECT *, unnest(range(1 + n_int + n_logs)) AS r FROM s_tx))", "j >= 0")}
+					)
+					WHERE CASE WHEN src = 'native' THEN value > 0 WHEN src = 'internal' THEN true ELSE kind < ${KIND.erc1155} END
 				) t`,
 				columns: {
 					id: "item_id(b, i, ordinal)",
@@ -195,19 +209,24 @@ function columnsOf(dataset: DatasetName): { from: string; columns: Record<string
 				},
 			};
 		case "traces":
+			// Per transaction, in trace_index order: the top call (n = 0), its internal calls
+			// (1..n_int), then the contract it creates and the one it destroys, if any.
 			return {
 				from: `(
-					SELECT *, 0 AS n, 'call' AS trace_type, from_address AS f, to_address AS t, value::VARCHAR AS v, [] AS path,
-						n_int + creates + destructs AS subtraces FROM s_tx
-					UNION ALL
-					SELECT * EXCLUDE (n), n, 'call', to_address, account(u(hash(k, n), 'internal')),
-						(hash(k, n, 'internal_value') % 10000000000000000 + 1)::VARCHAR, [n - 1], 0
-					FROM (SELECT *, unnest(range(1, n_int + 1)) AS n FROM s_tx)
-					UNION ALL
-					SELECT *, n_int + 1, 'create', factory(u(k, 'factory')), addr20('created', k), '0', [n_int], 0 FROM s_tx WHERE creates = 1
-					UNION ALL
-					SELECT *, n_int + creates + 1, 'suicide', addr20('doomed', k), account(u(k, 'heir')), '0', [n_int + creates], 0
-					FROM s_tx WHERE destructs = 1
+					SELECT *,
+						CASE WHEN frame = 'create' THEN 'create' WHEN frame = 'suicide' THEN 'suicide' ELSE 'call' END AS trace_type,
+						CASE WHEN frame = 'top' THEN from_address WHEN frame = 'internal' THEN to_address
+							WHEN frame = 'create' THEN factory(u(k, 'factory')) ELSE addr20('doomed', k) END AS f,
+						CASE WHEN frame = 'top' THEN to_address WHEN frame = 'internal' THEN account(u(hash(k, n), 'internal'))
+							WHEN frame = 'create' THEN addr20('created', k) ELSE account(u(k, 'heir')) END AS t,
+						CASE WHEN frame = 'top' THEN value::VARCHAR
+							WHEN frame = 'internal' THEN (hash(k, n, 'internal_value') % 10000000000000000 + 1)::VARCHAR ELSE '0' END AS v,
+						CASE WHEN n = 0 THEN []::INTEGER[] ELSE [n - 1] END AS path,
+						CASE WHEN n = 0 THEN n_int + creates + destructs ELSE 0 END AS subtraces
+					FROM (
+						SELECT *, CASE WHEN n = 0 THEN 'top' WHEN n <= n_int THEN 'internal' WHEN n = n_int + 1 AND creates = 1 THEN 'create' ELSE 'suicide' END AS frame
+						FROM (SELECT *, unnest(range(1 + n_int + creates + destructs)) AS n FROM s_tx)
+					)
 				) t`,
 				columns: {
 					id: "item_id(b, i, n)",

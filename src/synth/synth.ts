@@ -1,12 +1,12 @@
-import { mkdir, rename } from "node:fs/promises";
-import { dirname } from "node:path";
+import { mkdir, rename, rm, rmdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS } from "../extract/rows.js";
 import { deriveIndexes } from "../store/chunks/chunk-store.js";
 import { deleteNow, mergeAll } from "../store/chunks/merges.js";
 import { saveManifest } from "../store/delta/save-manifest.js";
-import { createParquetWriter, orderOf, parquetCopyOptions } from "../store/files/parquet-writer.js";
-import { alignedChunks, partitionPath } from "../store/format/layout.js";
+import { createParquetWriter, parquetCopyOptions } from "../store/files/parquet-writer.js";
+import { alignedChunks, partitionPath, stagingDir } from "../store/format/layout.js";
 import { loadManifest, missingRanges, nextGeneration } from "../store/format/manifest.js";
 import type { ChunkEntry } from "../store/format/records.js";
 import { ranksStep } from "../store/holdings/holder-ranks.js";
@@ -14,6 +14,15 @@ import type { ChainRef } from "../util/chain.js";
 import { sqlString as quote } from "../util/sql-string.js";
 import { chunkTablesSql, datasetSelectSql, macrosSql } from "./chunk-sql.js";
 import type { Scale } from "./scales.js";
+
+/**
+ * DuckDB's memory limits of the synth's two DuckDBs. The generator's holds the chunk's two
+ * tables and one dataset's rows in a temporary table, which it spills past the limit (nothing of
+ * it is sorted: writeFile). The writer's sorts go key-range part by part, its derives block range
+ * by block range (parquet-writer.ts); at 3 GB its transaction_records derive of M's chunk 10 at
+ * once ran out, so it gets the larger share.
+ */
+export const SYNTH_MEMORY_LIMIT = { generator: "2.5GB", writer: "4GB" } as const;
 
 export interface SynthOptions {
 	scale: Scale;
@@ -34,9 +43,22 @@ export interface SynthOptions {
  * interrupted run resumes where it stopped, like the backfill.
  */
 export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number; rows: Record<string, number> }> {
-	const instance = await DuckDBInstance.create(":memory:", o.threads ? { threads: String(o.threads) } : {});
+	// Both DuckDBs bounded (each defaults to 80% of the memory: M's synth peaked at 13.2 GB), spilling past it.
+	// A spill folder each: two DuckDBs sharing one overwrite each other's spill files (seen: a
+	// "Cannot resize vector" error from one, after the other had spilled).
+	const tempDirectory = join(stagingDir(o.dataDir, o.chain.id), "duckdb");
+	// DuckDB creates a spill folder's last level only, when it first spills.
+	for (const d of ["generator", "writer"]) await mkdir(join(tempDirectory, d), { recursive: true });
+	const instance = await DuckDBInstance.create(":memory:", {
+		memory_limit: SYNTH_MEMORY_LIMIT.generator,
+		temp_directory: join(tempDirectory, "generator"),
+		...(o.threads ? { threads: String(o.threads) } : {}),
+	});
 	const conn = await instance.connect();
-	const writer = await createParquetWriter();
+	const writer = await createParquetWriter({
+		memoryLimit: SYNTH_MEMORY_LIMIT.writer,
+		tempDirectory: join(tempDirectory, "writer"),
+	});
 	const scalar = async (sql: string) => (await conn.runAndReadAll(sql)).getRows()[0]?.[0];
 	try {
 		await conn.run(macrosSql(o.scale));
@@ -63,7 +85,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 				gen: nextGeneration(manifest),
 			};
 			for (const d of DATASETS) {
-				const n = await writeFile(datasetSelectSql(d), orderOf(d), partitionPath(o.dataDir, o.chain.id, d, entry));
+				const n = await writeFile(datasetSelectSql(d), partitionPath(o.dataDir, o.chain.id, d, entry));
 				entry.rows[d] = n;
 				totals[d] = (totals[d] ?? 0) + n;
 			}
@@ -82,17 +104,32 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 		writer.close();
 		conn.closeSync();
 		instance.closeSync();
+		// DuckDB's spill files went with it; the folders go too, so the folder is the backfill's.
+		await rm(tempDirectory, { recursive: true, force: true });
+		await rmdir(dirname(tempDirectory)).catch(() => {});
 	}
 
-	/** Materialises `select` (for the row count the Parquet options need), writes it sorted, renames. */
-	async function writeFile(select: string, order: string, path: string): Promise<number> {
-		await conn.run(`CREATE OR REPLACE TEMP TABLE s_out AS ${select}`);
-		const n = Number(await scalar("SELECT count(*) FROM s_out"));
+	/**
+	 * Writes `select` (its rows come in the file's order: chunk-sql.ts), then renames. No sort:
+	 * DuckDB could not spill its sort of a whole chunk's dataset (chunk 10's 5.4M transfers at M
+	 * ran a 5 GB DuckDB out of memory). The rows go through a temporary table, which DuckDB
+	 * spills when it must, written by one thread: it cuts row groups where a batch or a
+	 * vector ends, so only from a table's full vectors on one thread are they the 65,536 rows
+	 * of a sorted COPY (the same bytes as before; DICTIONARY_SIZE_LIMIT counts on it), on every
+	 * thread count. The table also gives the row count the Parquet options need.
+	 */
+	async function writeFile(select: string, path: string): Promise<number> {
 		await mkdir(dirname(path), { recursive: true });
-		await conn.run(
-			`COPY (SELECT * FROM s_out ORDER BY ${order}) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions(n)})`,
-		);
-		await rename(`${path}.tmp`, path);
-		return n;
+		await conn.run("SET threads = 1");
+		try {
+			await conn.run(`CREATE OR REPLACE TEMP TABLE s_out AS ${select}`);
+			const n = Number(await scalar("SELECT count(*) FROM s_out"));
+			await conn.run(`COPY (SELECT * FROM s_out) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions(n)})`);
+			await rename(`${path}.tmp`, path);
+			return n;
+		} finally {
+			await conn.run("DROP TABLE IF EXISTS s_out");
+			await conn.run(o.threads ? `SET threads = ${o.threads}` : "RESET threads");
+		}
 	}
 }

@@ -3,7 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { partBound, partCondition, partOf, partsFor } from "../../src/store/format/key-parts.js";
+import {
+	keyRangeFiles,
+	partBound,
+	partCondition,
+	partNumberSql,
+	partOf,
+	partPaths,
+	partsFor,
+} from "../../src/store/format/key-parts.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";
 import { verifyChain } from "../../src/store/repair/verify.js";
@@ -67,6 +75,10 @@ describe("key-range parts", () => {
 			"native",
 			"",
 			"0X12",
+			"0xABCDEF",
+			"0xc0",
+			"0x4000",
+			"0x3fffzz",
 			...Array.from({ length: 200 }, (_, i) => `0x${((i * 2654435761) >>> 0).toString(16).padStart(8, "0")}`),
 		];
 		const db = await DuckDBInstance.create(":memory:");
@@ -80,10 +92,13 @@ describe("key-range parts", () => {
 					const p = partOf(k, parts);
 					const others = [...new Set([p - 1, p + 1, 0, parts - 1])].filter((i) => i >= 0 && i < parts && i !== p);
 					const checks = [p, ...others].map((i) => `(${partCondition("k", i, parts)}) AS c${i}`);
+					// The part number the writer stages a derived index's rows by (parquet-writer.ts) agrees.
+					const number = parts > 1 ? `, ${partNumberSql("k", parts)} AS part` : "";
 					const [row] = (
-						await conn.runAndReadAll(`SELECT ${checks.join(", ")} FROM (SELECT '${k}' AS k)`)
+						await conn.runAndReadAll(`SELECT ${checks.join(", ")}${number} FROM (SELECT '${k}' AS k)`)
 					).getRowObjectsJS();
 					expect(row?.[`c${p}`], `${k} in part ${p} of ${parts}`).toBe(true);
+					if (parts > 1) expect(Number(row?.part), `${k}'s part number of ${parts}`).toBe(p);
 					for (const i of others) expect(row?.[`c${i}`], `${k} not in part ${i} of ${parts}`).toBe(false);
 				}
 			}
@@ -91,6 +106,24 @@ describe("key-range parts", () => {
 			conn.closeSync();
 			db.closeSync();
 		}
+	});
+
+	it("names the files of a merge's inputs whose key range meets a part (the others are not read)", () => {
+		const a = partPaths("/x/i/a.parquet", 4);
+		const b = partPaths("/x/i/b.parquet", 1);
+		const c = partPaths("/x/i/c.parquet", 16);
+		const files = [...a, ...b, ...c];
+		// Part 1 of 2 is the upper half of the key space: a's parts 2 and 3, all of b, c's 8..15.
+		expect(keyRangeFiles(files, 1, 2)).toEqual([a[2], a[3], ...b, ...c.slice(8)]);
+		// Part 5 of 8: a's part 2, b, c's 10 and 11.
+		expect(keyRangeFiles(files, 5, 8)).toEqual([a[2], ...b, c[10], c[11]]);
+		// Each file meets at least one part, and the parts of each file that meet part i are its key range's.
+		for (const parts of [1, 2, 4, 32])
+			expect(new Set(Array.from({ length: parts }, (_, i) => keyRangeFiles(files, i, parts)).flat())).toEqual(
+				new Set(files),
+			);
+		// An incomplete set of parts is kept whole (its row groups' statistics still prune).
+		expect(keyRangeFiles([a[0] as string, a[3] as string], 0, 2)).toEqual([a[0], a[3]]);
 	});
 
 	it("writes index files and runs in parts, which verify finds whole", async () => {

@@ -10,12 +10,12 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { DATASETS, type DatasetName } from "../../src/extract/rows.js";
 import { createStore } from "../../src/query/store/create-store.js";
-import { PARQUET_OPTIONS } from "../../src/store/files/parquet-writer.js";
-import { INDEX_NAMES, INDEXES, type IndexName, REPLACED } from "../../src/store/format/indexes.js";
+import { indexRowsSql, PARQUET_OPTIONS } from "../../src/store/files/parquet-writer.js";
+import { INDEX_NAMES, INDEXES, type IndexDef, type IndexName, REPLACED } from "../../src/store/format/indexes.js";
 import { partPaths } from "../../src/store/format/key-parts.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest, rankPath } from "../../src/store/format/manifest.js";
-import { type Manifest, RANK_TABLES, type RankEntry } from "../../src/store/format/records.js";
+import { type ChunkEntry, type Manifest, RANK_TABLES, type RankEntry } from "../../src/store/format/records.js";
 import { SCHEMAS } from "../../src/store/format/schema.js";
 import { settledChunks } from "../../src/store/indexes/runs.js";
 import type { Scale } from "../../src/synth/scales.js";
@@ -214,6 +214,28 @@ describe("writeSynthChain", () => {
 			`SELECT count(*)::INT AS n, min(number)::INT AS lo, max(number)::INT AS hi FROM read_parquet(${q(`${chainFolder(dir)}/blocks/*.parquet`)})`,
 		);
 		expect(b).toEqual({ n: 900, lo: 0, hi: 899 });
+	});
+
+	it("gives, for every index without a merge of its own, over a chunk cut into block ranges the rows of the whole chunk (a derive reads it piece by piece)", async () => {
+		const chunk = manifest.chunks[1] as ChunkEntry;
+		const fileOf = (d: DatasetName) => partitionPath(dir, CHAIN.id, d, chunk);
+		const pieced = INDEX_NAMES.filter((i) => !(INDEXES[i] as IndexDef).merge && !(INDEXES[i] as IndexDef).replacedBy);
+		expect(pieced).toContain("transaction_records");
+		for (const index of pieced) {
+			const whole = indexRowsSql(index, fileOf);
+			const pieces = [
+				indexRowsSql(index, fileOf, [null, 400]),
+				indexRowsSql(index, fileOf, [400, 450]),
+				indexRowsSql(index, fileOf, [450, null]),
+			].join(" UNION ALL ");
+			const [r] = await rows(
+				`SELECT (SELECT count(*) FROM (${whole}))::INT AS n,
+				        (SELECT count(*) FROM (SELECT * FROM (${whole}) EXCEPT ALL SELECT * FROM (${pieces})))::INT AS only_whole,
+				        (SELECT count(*) FROM (SELECT * FROM (${pieces}) EXCEPT ALL SELECT * FROM (${whole})))::INT AS only_pieces`,
+			);
+			expect(r?.n, index).toBeGreaterThan(0);
+			expect(r, index).toEqual({ n: r?.n, only_whole: 0, only_pieces: 0 });
+		}
 	});
 
 	it("writes files hyparquet reads in full: every column of every row, the same rows as DuckDB", async () => {

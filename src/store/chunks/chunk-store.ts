@@ -101,9 +101,11 @@ export async function mergeChunkDatasets(
 		last_hash: last.last_hash,
 		gen,
 	};
+	// Adjacent chunks in chain order: their files' rows are in the merged file's order as they are.
+	const inOrder = [...group].sort((a, b) => a.from - b.from);
 	for (const d of merged.datasets) {
-		const files = group.map((c) => partitionPath(dataDir, chain, d, c));
-		merged.rows[d] = await writer.merge(d, files, partitionPath(dataDir, chain, d, merged));
+		const files = inOrder.map((c) => partitionPath(dataDir, chain, d, c));
+		merged.rows[d] = await writer.concat(files, partitionPath(dataDir, chain, d, merged));
 		afterEach();
 	}
 	return merged;

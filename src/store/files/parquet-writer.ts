@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
-import { mkdir, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../../extract/rows.js";
@@ -9,7 +9,8 @@ import { fsyncDir, fsyncFile, mkdirDurably } from "../../util/fsync.js";
 import { sqlString as quote } from "../../util/sql-string.js";
 import { removingOnFailure } from "../../util/temp-files.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
-import { partCondition, partPath, partsFor } from "../format/key-parts.js";
+import { keyRangeFiles, partCondition, partNumberSql, partPath, partsFor } from "../format/key-parts.js";
+import { stagingDir } from "../format/layout.js";
 import { SCHEMAS, SORT_KEY } from "../format/schema.js";
 import { writeSmallGroups } from "./small-groups.js";
 
@@ -57,6 +58,11 @@ export interface ParquetWriter {
 	 */
 	merge(dataset: DatasetName, files: string[], path: string, where?: string): Promise<number>;
 	/**
+	 * The same for files whose rows are already in order one after the other (adjacent chunks' files,
+	 * in chain order), without sorting them again: the same file a merge writes.
+	 */
+	concat(files: string[], path: string): Promise<number>;
+	/**
 	 * Merges index files (chunk files or runs of `index`, every part of each) into one run at
 	 * `path`, sorted, in key-range parts when large (format/key-parts.ts); returns its rows and parts.
 	 */
@@ -90,11 +96,48 @@ export interface IndexWrite {
 export const orderOf = (name: DatasetName | IndexName): string =>
 	name in INDEXES ? INDEXES[name as IndexName].sortKey : `"${SORT_KEY[name as DatasetName]}"`;
 
-/** The rows of index `index` for one chunk, from its source dataset's file. */
-export const indexRowsSql = (index: IndexName, fileOf: (d: DatasetName) => string): string => {
-	const rel = (d: DatasetName) => `read_parquet(${quote(fileOf(d))})`;
+/** Blocks (after, upTo] of a chunk (null: open); our own integers, from a file's statistics. */
+export type BlockPiece = readonly [after: number | null, upTo: number | null];
+
+/**
+ * The rows of index `index` for one chunk, from its source dataset's file; of the blocks of
+ * `piece` only, when given (every dataset file read is cut to them).
+ */
+export const indexRowsSql = (index: IndexName, fileOf: (d: DatasetName) => string, piece?: BlockPiece): string => {
+	const rel = (d: DatasetName) => {
+		const file = `read_parquet(${quote(fileOf(d))})`;
+		if (!piece) return file;
+		const block = d === "blocks" ? `"number"` : `"block_number"`;
+		const [after, upTo] = piece;
+		// (No block number, never written: in the first piece, so no row is left out.)
+		const cut = [
+			after === null ? null : `${block} > ${after}`,
+			upTo === null ? null : after === null ? `(${block} <= ${upTo} OR ${block} IS NULL)` : `${block} <= ${upTo}`,
+		];
+		return `(SELECT * FROM ${file} WHERE ${cut.filter((c) => c !== null).join(" AND ") || "true"})`;
+	};
 	return INDEXES[index].select(rel(INDEXES[index].source), rel);
 };
+
+/**
+ * Source row groups (of 65,536 rows) a derive reads at once, when its index has no merge of its
+ * own. Such an index's rows over blocks A and B are its rows over A and those over B (its runs
+ * merge by putting rows together), so a chunk's can be made block range by block range: a
+ * transaction_records derive of M's chunk 10 at once (1.1M transactions, their 3.3M logs
+ * grouped into lists) ran a 3 GB DuckDB out of memory.
+ */
+const PIECE_ROW_GROUPS = 8;
+
+/**
+ * Row groups of the staging files a derive splits its rows into: each part's file holds a row
+ * group in memory until it is full, so in DuckDB's own groups (122,880 rows) a derive of 128
+ * parts held every row (a synth M chunk's 10.8M transfers_by_address rows ran 3 GB out).
+ */
+const STAGING_ROW_GROUP_SIZE = 8_192;
+
+/** The chain's staging folder (layout.ts) of a store file at `<data>/<chain>/<table>/<file>`. */
+const stagingDirOf = (path: string): string =>
+	stagingDir(dirname(dirname(dirname(path))), basename(dirname(dirname(path))));
 
 /** The COPY options for a file of `rows` rows (see PARQUET_OPTIONS for the dictionary limit). */
 export function parquetCopyOptions(rows: number): string {
@@ -112,61 +155,83 @@ export function parquetCopyOptions(rows: number): string {
 export const indexCopyOptions = (index: IndexName) =>
 	`FORMAT parquet, COMPRESSION ${quote(PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEXES[index].rowGroupSize}`;
 
+const WRITER_THREADS = 2;
+
+/** DuckDB settings of a writer (default: DuckDB's, 80% of the memory and `.tmp` under the working folder). */
+export interface WriterSettings {
+	/** DuckDB's memory_limit (e.g. "3GB"): past it, sorts and temporary tables spill to `tempDirectory`. */
+	memoryLimit?: string;
+	tempDirectory?: string;
+}
+
 /**
  * A DuckDB-backed Parquet writer. Rows go through newline-delimited JSON into DuckDB's JSON
  * reader with the dataset's explicit column types (so a uint256 string is never re-typed as a
  * number), are sorted in chain order, and are written with COPY.
  */
-export async function createParquetWriter(): Promise<ParquetWriter> {
-	const instance = await DuckDBInstance.create(":memory:", { threads: "2" });
+export async function createParquetWriter(settings: WriterSettings = {}): Promise<ParquetWriter> {
+	const instance = await DuckDBInstance.create(":memory:", {
+		threads: String(WRITER_THREADS),
+		...(settings.memoryLimit ? { memory_limit: settings.memoryLimit } : {}),
+		...(settings.tempDirectory ? { temp_directory: settings.tempDirectory } : {}),
+	});
 	const conn: DuckDBConnection = await instance.connect();
 	/**
-	 * Writes index rows `rows` (a SELECT of our own text) sorted at `path`: whole into a temporary
-	 * file, then, when it has more rows than one part holds, split by key range into its parts
-	 * (each COPY reads only its key range's row groups of the sorted whole) and the whole removed;
-	 * an index in small row groups (small-groups.ts) is always written again from the whole.
+	 * Writes index `index`'s rows sorted at `path`, in key-range parts when there are more rows than
+	 * one part holds. `rows` counts them; `partRows(i, parts)` gives part i's rows (a SELECT of our
+	 * own text, unsorted), read by each part's COPY, which sorts only its own key range: sorting
+	 * every row at once into a temporary whole and reading each part back from it (as before) ran
+	 * DuckDB out of 3 GB on a synth M chunk (2.3M rows, whose sort it does not spill), and wrote and
+	 * read the whole once more (issue 26). An index in small row groups (small-groups.ts) is
+	 * written by that writer, part by part.
 	 * Every file goes in place by rename after an fsync: a crash leaves temporary files or unlisted
 	 * parts, which the next writer's start removes; a failed write (a full disk) removes its own
 	 * (util/temp-files.ts), parts already renamed too (no manifest lists them).
 	 */
-	const writeIndex = async (
+	const writeParts = async (
 		index: IndexName,
-		rows: string,
+		count: number,
+		partRows: (i: number, parts: number) => string,
 		path: string,
 		written: "parquet.merge.tmp-written" | "parquet.derive.tmp-written",
 	): Promise<IndexWrite> => {
 		await mkdirDurably(dirname(path));
-		const whole = `${path}.whole.tmp`;
-		const made = [whole];
+		const def: IndexDef = INDEXES[index];
+		const parts = partsFor(count, def.rowGroupSize, def.partRowGroups);
+		const made: string[] = [];
 		return removingOnFailure(made, async () => {
-			const copied = await conn.runAndReadAll(
-				`COPY (${rows} ORDER BY ${orderOf(index)}) TO ${quote(whole)} (${indexCopyOptions(index)})`,
-			);
-			const count = Number(copied.getRows()[0]?.[0] ?? 0);
-			await fsyncFile(whole);
-			crashPoint(written);
-			const def: IndexDef = INDEXES[index];
-			const parts = partsFor(count, def.rowGroupSize, def.partRowGroups);
-			if (parts === 1 && !def.smallGroups) {
-				await rename(whole, path);
-			} else {
-				for (let i = 0; i < parts; i++) {
-					const part = partPath(path, i);
-					made.push(`${part}.tmp`, part);
-					const where = parts === 1 ? "true" : partCondition(def.key, i, parts);
-					const select = `SELECT * FROM read_parquet(${quote(whole)}) WHERE ${where} ORDER BY ${orderOf(index)}`;
-					if (def.smallGroups) await writeSmallGroups(conn, select, part, def.rowGroupSize);
-					else {
-						await conn.run(`COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`);
-						await fsyncFile(`${part}.tmp`);
-						await rename(`${part}.tmp`, part);
-					}
+			for (let i = 0; i < parts; i++) {
+				const part = partPath(path, i);
+				made.push(`${part}.tmp`, part);
+				const select = `${partRows(i, parts)} ORDER BY ${orderOf(index)}`;
+				if (def.smallGroups) {
+					if (i === 0) crashPoint(written);
+					await writeSmallGroups(conn, select, part, def.rowGroupSize);
+				} else {
+					await conn.run(`COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`);
+					await fsyncFile(`${part}.tmp`);
+					if (i === 0) crashPoint(written);
+					await rename(`${part}.tmp`, part);
 				}
-				await rm(whole, { force: true });
 			}
 			await fsyncDir(dirname(path));
 			return { rows: count, parts };
 		});
+	};
+	const countOf = async (sql: string) => Number((await conn.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
+	/** A dataset file's blocks cut every PIECE_ROW_GROUPS row groups, by its block column's statistics. */
+	const blockPieces = async (file: string, dataset: DatasetName): Promise<BlockPiece[]> => {
+		const column = dataset === "blocks" ? "number" : "block_number";
+		const read = await conn.runAndReadAll(
+			`SELECT stats_max FROM parquet_metadata(${quote(file)}) WHERE path_in_schema = '${column}' ORDER BY row_group_id`,
+		);
+		const maxes = read.getRows().map((r) => Number(r[0]));
+		const cuts = [
+			...new Set(
+				maxes.filter((m, g) => (g + 1) % PIECE_ROW_GROUPS === 0 && g + 1 < maxes.length && Number.isSafeInteger(m)),
+			),
+		].sort((a, b) => a - b);
+		return [null, ...cuts].map((after, k) => [after, cuts[k] ?? null] as const);
 	};
 	const writer: ParquetWriter = {
 		write(dataset, rows, path, stagingDir) {
@@ -218,12 +283,51 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 				return n;
 			});
 		},
+		async concat(files, path) {
+			await mkdirDurably(dirname(path));
+			const tmp = `${path}.tmp`;
+			return removingOnFailure([tmp], async () => {
+				// No sort (a merged chunk's 8M rows at once would not fit in a bounded DuckDB): the
+				// files are read in order through a temporary table (spilled when it must) by one
+				// thread, so COPY cuts row groups of 65,536 rows, as a sorted COPY does; from the files
+				// themselves it cuts where each file's last row group ends.
+				let n = 0;
+				await conn.run("SET threads = 1");
+				try {
+					await conn.run(
+						`CREATE OR REPLACE TEMP TABLE concat_rows AS SELECT * FROM read_parquet([${files.map(quote).join(", ")}])`,
+					);
+					n = await countOf("SELECT count(*)::BIGINT FROM concat_rows");
+					await conn.run(`COPY (SELECT * FROM concat_rows) TO ${quote(tmp)} (${parquetCopyOptions(n)})`);
+				} finally {
+					await conn.run("DROP TABLE IF EXISTS concat_rows");
+					await conn.run(`SET threads = ${WRITER_THREADS}`);
+				}
+				await fsyncFile(tmp);
+				crashPoint("parquet.merge.tmp-written");
+				await rename(tmp, path);
+				await fsyncDir(dirname(path));
+				return n;
+			});
+		},
 		async mergeIndex(index, files, path) {
-			const source = `read_parquet([${files.map(quote).join(", ")}])`;
+			// Index files are sorted by their key, so each part reads, of the files that can hold
+			// its key range (keyRangeFiles), only the row groups their statistics leave.
 			const def: IndexDef = INDEXES[index];
-			return writeIndex(
+			const rowsOf = (from: string[], where: string) => {
+				const source = `(SELECT * FROM read_parquet([${from.map(quote).join(", ")}]) WHERE ${where})`;
+				return def.merge ? def.merge(source) : `SELECT * FROM ${source}`;
+			};
+			const count = def.merge
+				? await countOf(`SELECT count(*)::BIGINT FROM (${rowsOf(files, "true")})`)
+				: await countOf(`SELECT sum(num_rows)::BIGINT FROM parquet_file_metadata([${files.map(quote).join(", ")}])`);
+			return writeParts(
 				index,
-				def.merge ? def.merge(source) : `SELECT * FROM ${source}`,
+				count,
+				(i, parts) =>
+					parts === 1
+						? rowsOf(files, "true")
+						: rowsOf(keyRangeFiles(files, i, parts), partCondition(def.key, i, parts)),
 				path,
 				"parquet.merge.tmp-written",
 			);
@@ -250,7 +354,39 @@ export async function createParquetWriter(): Promise<ParquetWriter> {
 			return read.getRowObjectsJS().map((r) => String(r.hash));
 		},
 		async derive(index, fileOf, path) {
-			return writeIndex(index, indexRowsSql(index, fileOf), path, "parquet.derive.tmp-written");
+			const def: IndexDef = INDEXES[index];
+			const pieces = def.merge ? [undefined] : await blockPieces(fileOf(def.source), def.source);
+			let count = 0;
+			for (const piece of pieces)
+				count += await countOf(`SELECT count(*)::BIGINT FROM (${indexRowsSql(index, fileOf, piece)})`);
+			const parts = partsFor(count, def.rowGroupSize, def.partRowGroups);
+			const rows = indexRowsSql(index, fileOf);
+			if (parts === 1) return writeParts(index, count, () => rows, path, "parquet.derive.tmp-written");
+			// The source is in chain order: its rows go once, piece by piece, into staging files by
+			// part, which each part then sorts (rather than every part scanning the whole source).
+			const staged = join(stagingDirOf(path), `${basename(path)}.parts`);
+			try {
+				await rm(staged, { recursive: true, force: true });
+				await mkdir(dirname(staged), { recursive: true });
+				for (const [j, piece] of pieces.entries()) {
+					await conn.run(
+						`COPY (SELECT *, ${partNumberSql(def.key, parts)} AS _part FROM (${indexRowsSql(index, fileOf, piece)})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), FILENAME_PATTERN 'piece${j}_{i}', OVERWRITE_OR_IGNORE true)`,
+					);
+				}
+				const present = new Set(await readdir(staged));
+				return await writeParts(
+					index,
+					count,
+					(i) =>
+						present.has(`_part=${i}`)
+							? `SELECT * FROM read_parquet(${quote(join(staged, `_part=${i}`, "*.parquet"))}, hive_partitioning = false)`
+							: `SELECT * FROM (${rows}) WHERE false`,
+					path,
+					"parquet.derive.tmp-written",
+				);
+			} finally {
+				await rm(staged, { recursive: true, force: true });
+			}
 		},
 		async copy(query, path, options) {
 			await mkdirDurably(dirname(path));

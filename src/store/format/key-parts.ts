@@ -65,3 +65,35 @@ export function partCondition(key: string, i: number, parts: number): string {
 	const upper = i < parts - 1 ? `"${key}" < '${partBound(i + 1, parts)}'` : null;
 	return [lower, upper].filter((c) => c !== null).join(" AND ") || "true";
 }
+
+/**
+ * SQL of the part (0..parts-1) column `key` is in, as partCondition decides it: for a
+ * lower-case hex key (the rule) arithmetic on its first four hex digits, which compares as the
+ * text does; any other key against the bounds as text. NULL for a NULL key, as no part's
+ * condition holds for it.
+ */
+export function partNumberSql(key: string, parts: number): string {
+	const bounds = Array.from({ length: parts - 1 }, (_, i) => `'${partBound(i + 1, parts)}'`);
+	return `CASE WHEN regexp_full_match(substr("${key}", 1, 6), '0x[0-9a-f]{4}') THEN ('0x' || substr("${key}", 3, 4))::INTEGER // ${0x10000 / parts} ELSE len(list_filter([${bounds.join(", ")}]::VARCHAR[], b -> "${key}" >= b)) END`;
+}
+
+/**
+ * Of index files `files` (every part of each, as partPaths lists them), those whose key range
+ * meets part `i` of `parts`: parts are powers of two, so ranges nest and this is arithmetic.
+ */
+export function keyRangeFiles(files: readonly string[], i: number, parts: number): string[] {
+	const whole = (f: string) => f.replace(/\.p\d+\.parquet$/, ".parquet");
+	const count = new Map<string, number>();
+	for (const f of files) count.set(whole(f), (count.get(whole(f)) ?? 0) + 1);
+	const index = (f: string) => Number(/\.p(\d+)\.parquet$/.exec(f)?.[1] ?? 0);
+	const last = new Map<string, number>();
+	for (const f of files) last.set(whole(f), Math.max(last.get(whole(f)) ?? 0, index(f)));
+	return files.filter((f) => {
+		const of = count.get(whole(f)) as number;
+		const j = index(f);
+		// Not a whole set of parts (never passed so): kept, its statistics still prune.
+		if (last.get(whole(f)) !== of - 1 || (of & (of - 1)) !== 0) return true;
+		// Part j of `of` spans [j/of, (j+1)/of) of the key space; part i of `parts` [i/parts, (i+1)/parts).
+		return j * parts < (i + 1) * of && i * of < (j + 1) * parts;
+	});
+}
