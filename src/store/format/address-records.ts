@@ -2,18 +2,21 @@ import { SCHEMAS } from "./schema.js";
 
 /**
  * By-address records: a wallet's rows (its transfers, its transactions) as `address, id,
- * block_number, record`, the rest of the row pre-encoded as one JSON array, sorted by address and
- * id (indexes.ts `transfer_records_by_address`, `transaction_records_by_address`). A wallet's page
- * reads three columns of the row group(s) holding it instead of 15 or 25: measured on M's newest
+ * block_number`, a few filter columns (FILTER_COLUMNS) and `record`, the row pre-encoded as one
+ * JSON array, sorted by address and id (indexes.ts `transfer_records_by_address`,
+ * `transaction_records_by_address`). A wallet's page reads `id, block_number, record` of the row
+ * group(s) holding it instead of 15 or 25 columns: measured on M's newest
  * by-address part (issue 26, BENCHMARKS.md "third figures"), a quiet wallet's lookup 1.77-1.89 ms
  * in groups of 2,048 against 5.2-5.7 for the 15 columns in groups of 4,096; over the whole of M
  * 1.5% more bytes than the whole rows (2,068 against 2,037 MiB for transfers; zstd already folds
  * the address repeated inside a record: blanking it saved 2.4%, not kept).
  * `block_number` stays a column: a page's windows prune on it; `id` too: pages sort and resume on it.
  *
- * Filters (direction, counterparty, asset, contract, token id, origin) read the fields back out of
- * the record in SQL (recordRelationSql), after the address has pruned the file to the wallet's rows;
- * the page itself is decoded in JS (query/records-decode.ts).
+ * A page's direction, asset and contract filters read the filter columns; the rarer ones
+ * (counterparty, token id, origin) read the record's fields in SQL (recordRelationSql), after the
+ * address has pruned the file to the wallet's rows; the page itself is decoded in JS
+ * (query/records-decode.ts). On M the records with their filter columns take 6.4% more bytes than
+ * the whole rows did (BENCHMARKS.md "fourth figures").
  */
 
 /** A wallet transfer's fields in its record, in order: the API's transfer columns but id and block. */
