@@ -1,3 +1,4 @@
+import { TX_RECORD_FIELDS } from "./lookup-records.js";
 import { SCHEMAS } from "./schema.js";
 
 /**
@@ -36,31 +37,13 @@ export const TRANSFER_ADDRESS_FIELDS = [
 	"token_standard",
 ] as const;
 
-/** A wallet transaction's fields in its record, in order: the API's transaction columns but id and block. */
+/**
+ * A wallet transaction's fields in its record, in order: the API's transaction columns but id and
+ * block, as a lookup record's fields (lookup-records.ts) with the hash first.
+ */
 export const TRANSACTION_ADDRESS_FIELDS = [
 	"transaction_hash",
-	"block_hash",
-	"block_timestamp",
-	"transaction_index",
-	"from_address",
-	"to_address",
-	"value",
-	"input",
-	"nonce",
-	"status",
-	"transaction_type",
-	"fee",
-	"gas_used",
-	"cumulative_gas_used",
-	"gas",
-	"gas_price",
-	"effective_gas_price",
-	"max_fee_per_gas",
-	"max_priority_fee_per_gas",
-	"contract_address",
-	"r",
-	"s",
-	"v",
+	...TX_RECORD_FIELDS.filter((f) => f !== "id" && f !== "block_number"),
 ] as const;
 
 /** The record fields of each by-address records index's source dataset. */
