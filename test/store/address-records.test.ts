@@ -17,6 +17,8 @@ import { verifyChain } from "../../src/store/repair/verify.js";
 import type { Scale } from "../../src/synth/scales.js";
 import { writeSynthChain } from "../../src/synth/synth.js";
 import { parseChainId } from "../../src/util/chain.js";
+import { sqlString } from "../../src/util/sql-string.js";
+import { rowsOf } from "../helpers/duck-rows.js";
 import { olderCopy } from "../helpers/older-folder.js";
 
 /**
@@ -38,15 +40,8 @@ let root: string;
 let fresh: string;
 let db: DuckDBInstance;
 
-const q = (s: string) => `'${s.replaceAll("'", "''")}'`;
-async function select(sql: string): Promise<Record<string, unknown>[]> {
-	const conn = await db.connect();
-	try {
-		return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-	} finally {
-		conn.closeSync();
-	}
-}
+const q = sqlString;
+const select = (sql: string) => rowsOf(db, sql);
 const json = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? x.toString() : x));
 
 /** Wallets to ask about: the busiest and a few quiet ones, with a counterparty and a token each. */

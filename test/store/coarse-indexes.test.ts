@@ -16,6 +16,8 @@ import { verifyChain } from "../../src/store/repair/verify.js";
 import type { Scale } from "../../src/synth/scales.js";
 import { writeSynthChain } from "../../src/synth/synth.js";
 import { parseChainId } from "../../src/util/chain.js";
+import { sqlString } from "../../src/util/sql-string.js";
+import { rowsOf } from "../helpers/duck-rows.js";
 
 /**
  * Index files written in larger row groups than this version writes (the by-address indexes
@@ -29,15 +31,8 @@ const BY_ADDRESS = ["transfer_records_by_address", "transaction_records_by_addre
 let root: string;
 let db: DuckDBInstance;
 
-const q = (s: string) => `'${s.replaceAll("'", "''")}'`;
-async function select(sql: string): Promise<Record<string, unknown>[]> {
-	const conn = await db.connect();
-	try {
-		return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-	} finally {
-		conn.closeSync();
-	}
-}
+const q = sqlString;
+const select = (sql: string) => rowsOf(db, sql);
 const largestGroup = async (path: string) =>
 	Number((await select(`SELECT max(row_group_num_rows) AS n FROM parquet_metadata(${q(path)})`))[0]?.n);
 const byAddressFiles = (m: Manifest) =>

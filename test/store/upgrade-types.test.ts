@@ -19,9 +19,11 @@ import { NONCE, SCHEMAS } from "../../src/store/format/schema.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";
 import { reindexChain } from "../../src/store/repair/reindex.js";
 import { hasUnsigned, upgradeTypes } from "../../src/store/repair/upgrade-types.js";
+import { sqlString } from "../../src/util/sql-string.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
+import { rowsOf } from "../helpers/duck-rows.js";
 import { nodeCall } from "../helpers/node-rpc.js";
 import { OLD_UNSIGNED_TYPES, rewriteListed } from "../helpers/unsigned-folder.js";
 
@@ -55,18 +57,11 @@ let old: string;
 let db: DuckDBInstance;
 const ghostHashes: string[] = [];
 
-const q = (s: string) => `'${s.replaceAll("'", "''")}'`;
+const q = sqlString;
 const sha = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 const manifestOf = (dir: string) => loadManifest(dir, CHAIN_ID, CHAIN);
 
-async function rows(sql: string): Promise<Record<string, unknown>[]> {
-	const conn = await db.connect();
-	try {
-		return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-	} finally {
-		conn.closeSync();
-	}
-}
+const rows = (sql: string) => rowsOf(db, sql);
 /** A Parquet file's columns and DuckDB types. */
 const typesOf = async (path: string) =>
 	Object.fromEntries(
