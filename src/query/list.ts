@@ -137,7 +137,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		pieces.filter((c) => c.to >= probe[0] && c.from <= probe[1]),
 	);
 	// Then the windows, without the blocks the probe read.
-	const byIndex = indexOf(pieces) !== undefined;
+	const byIndex = whole !== undefined;
 	for (let i = 0, size = 1, want = WINDOW_ROWS; i < pieces.length && rows.length <= page.limit; size *= 2, want *= 2) {
 		const j = byIndex ? afterChunks(pieces, i, size) : afterRows(pieces, i, want, q.dataset);
 		const batch = pieces.slice(i, j);
