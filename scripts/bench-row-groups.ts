@@ -20,9 +20,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { writeSmallGroups } from "../src/store/files/small-groups.js";
-import { recordRelationSql } from "../src/store/format/address-records.js";
+import { ADDRESS_LAYOUTS, recordRelationSql } from "../src/store/format/address-records.js";
 import type { IndexName } from "../src/store/format/indexes.js";
-import { loadManifest } from "../src/store/format/manifest.js";
+import { listedFiles, loadManifest } from "../src/store/format/manifest.js";
 import { indexFiles } from "../src/store/indexes/listing.js";
 import { parseChainId } from "../src/util/chain.js";
 import { flagUsage, startCli } from "../src/util/cli.js";
@@ -53,15 +53,24 @@ const newest = (index: IndexName) => {
 /**
  * The newest by-address transfers as whole rows: the whole-row index of a lake written before
  * by-address records, else the records' fields as columns (the API's 15 columns, where the
- * whole-row index also had the dataset's other four).
+ * whole-row index also had the dataset's other four; a wallet record's block hash and timestamp
+ * joined from the blocks files).
  */
 function byAddressRows(): { path: string; rows: string } {
 	const whole = newestOf("transfers_by_address");
 	if (whole) return { path: whole, rows: `read_parquet(${quote(whole)})` };
-	const path = newest("transfer_records_by_address");
+	const older = newestOf("transfer_records_by_address");
+	if (older)
+		return {
+			path: older,
+			rows: `(SELECT address, ${TRANSFER_COLUMNS} FROM ${recordRelationSql(ADDRESS_LAYOUTS.transfer_records_by_address, `read_parquet(${quote(older)})`)})`,
+		};
+	const path = newest("wallet_transfers");
+	const blocks = listedFiles(dataDir, manifest, "blocks").map(quote).join(", ");
+	const r = recordRelationSql(ADDRESS_LAYOUTS.wallet_transfers, `read_parquet(${quote(path)})`);
 	return {
 		path,
-		rows: `(SELECT address, ${TRANSFER_COLUMNS} FROM ${recordRelationSql("transfers", `read_parquet(${quote(path)})`)})`,
+		rows: `(SELECT address, ${TRANSFER_COLUMNS} FROM ${r} JOIN (SELECT number AS block_number, hash AS block_hash, timestamp AS block_timestamp FROM read_parquet([${blocks}])) USING (block_number))`,
 	};
 }
 const scratch = await mkdtemp(join(tmpdir(), "chainlake-row-groups-"));

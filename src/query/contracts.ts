@@ -1,6 +1,7 @@
 import { inList } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import type { Params, Row, Snapshot } from "./store/store.js";
+import { recordsSource } from "./wallet-indexes.js";
 
 export const CREATION_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract_address, caller, value, op_code, trace_address, init_code_hash, gas_used";
@@ -30,8 +31,17 @@ function conditions(f: ContractEventFilter, callerColumn: string) {
 	return { where: where.join(" AND ") || "true", params };
 }
 
+/**
+ * Contract creations, oldest first. A caller's (a factory's) come from its records
+ * (`wallet_creations`, sorted by caller) where the chunks have them, else from the dataset.
+ */
 export function findCreations(db: Snapshot, f: ContractEventFilter, page: Page): Promise<ListResult> {
-	return listRows(db, { dataset: "contract_creations", columns: CREATION_COLUMNS, ...conditions(f, "caller") }, page);
+	const q = conditions(f, "caller");
+	// In the records the caller is the key column: its copy in the record is not read (each
+	// record's JSON of the key's rows parsed: 3 ms a page of a factory with 1,519 creations at M).
+	const rest = conditions({ ...f, caller: undefined }, "caller").where;
+	const indexes = f.caller ? [recordsSource("wallet_creations", ["address = $caller", rest], f.caller)] : [];
+	return listRows(db, { dataset: "contract_creations", columns: CREATION_COLUMNS, ...q, indexes }, page);
 }
 
 export function findSelfDestructs(db: Snapshot, f: ContractEventFilter, page: Page): Promise<ListResult> {

@@ -1,4 +1,4 @@
-import { recordRelationSql } from "../store/format/address-records.js";
+import { ADDRESS_LAYOUTS, recordRelationSql } from "../store/format/address-records.js";
 import { LIMBS } from "../store/format/amounts.js";
 import { HOLDING_KEYS, type HoldingKind, movesSql, nativeMovesSql, signedLimbSumsSql } from "../store/format/deltas.js";
 import { INDEXES, type IndexDef, type IndexName } from "../store/format/indexes.js";
@@ -114,8 +114,9 @@ export async function deltaSums(
 			return `(${movesSql(`(SELECT * FROM ${rel("transfers")} WHERE contract = $v AND (${blocks}))`, q.kind)})`;
 		const every = (index: IndexName) =>
 			db.chunks().every((c) => !c.datasets.includes("transfers") || db.indexed(index, c));
-		const src = every("transfer_records_by_address")
-			? `(SELECT * EXCLUDE (address, side, record) FROM ${recordRelationSql("transfers", rel("transfer_records_by_address"))} WHERE address = $v AND (${blocks}))`
+		const records = (["wallet_transfers", "transfer_records_by_address"] as const).find(every);
+		const src = records
+			? `(SELECT * EXCLUDE (address, side, record) FROM ${recordRelationSql(ADDRESS_LAYOUTS[records], rel(records))} WHERE address = $v AND (${blocks}))`
 			: every("transfers_by_address")
 				? `(SELECT * EXCLUDE (address) FROM ${rel("transfers_by_address")} WHERE address = $v AND (${blocks}))`
 				: `(SELECT * FROM ${rel("transfers")} WHERE (sender = $v OR recipient = $v) AND (${blocks}))`;

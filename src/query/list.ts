@@ -35,6 +35,8 @@ export interface IndexSource {
 	/** The columns read, where not the query's; `decode` turns each row read into the query's columns. */
 	columns?: string;
 	decode?: (row: Row) => Row;
+	/** Completes the page's rows (those decoded from this index) once the page is known, e.g. fillBlockStamps. */
+	complete?: (rows: Row[], db: Snapshot) => Promise<void>;
 }
 
 export interface ListQuery {
@@ -102,6 +104,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const first = pieces[0];
 	if (!first) return { rows: [], hasMore: false };
 	const rows: Row[] = [];
+	const used = new Set<IndexSource>();
 	const indexOf = (batch: readonly Piece[]) => q.indexes?.find((i) => batch.every((p) => db.indexed(i.name, p.chunk)));
 	const read = async (window: [number, number], batch: readonly Piece[]) => {
 		const index = indexOf(batch);
@@ -111,12 +114,15 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		const params: Params = { ...q.params, start: window[0], end: window[1], limit: page.limit + 1 - rows.length };
 		if (page.after !== undefined) params.after = page.after;
 		const got = await db.query(sql, params, window, index?.key);
+		if (index && got.length > 0) used.add(index);
 		rows.push(...(index?.decode ? got.map(index.decode) : got));
 	};
 
-	const finish = (): ListResult => {
+	const finish = async (): Promise<ListResult> => {
 		const hasMore = rows.length > page.limit;
-		return { rows: hasMore ? rows.slice(0, page.limit) : rows, hasMore };
+		const out = hasMore ? rows.slice(0, page.limit) : rows;
+		for (const index of used) await index.complete?.(out, db);
+		return { rows: out, hasMore };
 	};
 	// A key with few rows in every index file it can be in (Snapshot.quiet: a quiet wallet): one
 	// statement over them all, each file decoding the row group or two that hold it; windows

@@ -1,4 +1,4 @@
-import { ADDRESS_FIELDS, type AddressDataset } from "../store/format/address-records.js";
+import { ADDRESS_FIELDS, type AddressDataset, type AddressLayout } from "../store/format/address-records.js";
 import { BLOCK_RECORD_FIELDS, LOG_RECORD_FIELDS, TX_RECORD_FIELDS } from "../store/format/lookup-records.js";
 import { type Column, SCHEMAS } from "../store/format/schema.js";
 import type { Row } from "./store/store.js";
@@ -37,26 +37,32 @@ export function decodeTransactionRecord(hash: string, record: string): { tx: Row
 export const decodeBlockRecord = (hash: string, record: string): Row =>
 	fields(BLOCK_RECORD_FIELDS, JSON.parse(record) as unknown[], { hash });
 
-/** Each by-address record field's BIGINT-ness: DuckDB returns those columns as bigint, JSON as numbers. */
-const BIGINTS = Object.fromEntries(
-	Object.entries(ADDRESS_FIELDS).map(([d, names]) => [
-		d,
-		names.map((f) => (SCHEMAS[d as AddressDataset] as Record<string, Column>)[f]?.[0] === "BIGINT"),
-	]),
-) as Record<AddressDataset, boolean[]>;
+const isBigint = (dataset: AddressDataset, f: string): boolean =>
+	(SCHEMAS[dataset] as Record<string, Column>)[f]?.[0] === "BIGINT";
 
 /**
- * A wallet's row of `dataset` from its by-address record (`id, block_number, record` as read),
- * with the JavaScript types the dataset's own columns read as (BIGINT as bigint): a page is the
- * same whichever file it came from.
+ * A decoder of a by-address records kind's rows (`id, block_number, record`, as read) back to the
+ * dataset's rows, with the JavaScript types its own columns read as
+ * (BIGINT as bigint): a page is the same whichever file it came from. A wallet kind's block
+ * fields are left `undefined`, in their place, for fillBlockStamps (query/wallet-indexes.ts).
  */
-export function decodeAddressRecord(dataset: AddressDataset, row: Row): Row {
-	const values = JSON.parse(row.record as string) as unknown[];
-	const big = BIGINTS[dataset];
-	const out: Row = { id: row.id, block_number: row.block_number };
-	ADDRESS_FIELDS[dataset].forEach((name, i) => {
-		const v = values[i] ?? null;
-		out[name] = v !== null && big[i] ? BigInt(v as number) : v;
-	});
-	return out;
+export function addressRecordDecoder(layout: AddressLayout): (row: Row) => Row {
+	// Per page field: its position in the record, or -1 (the block's).
+	const at = ADDRESS_FIELDS[layout.dataset].map((f) => (layout.record as readonly string[]).indexOf(f));
+	const big = ADDRESS_FIELDS[layout.dataset].map((f) => isBigint(layout.dataset, f));
+	const names = ADDRESS_FIELDS[layout.dataset];
+	return (row) => {
+		const values = JSON.parse(row.record as string) as unknown[];
+		const out: Row = { id: row.id, block_number: row.block_number };
+		names.forEach((name, i) => {
+			const k = at[i] as number;
+			if (k < 0) {
+				out[name] = undefined;
+				return;
+			}
+			const v = values[k] ?? null;
+			out[name] = v !== null && big[i] ? BigInt(v as number) : v;
+		});
+		return out;
+	};
 }

@@ -137,22 +137,19 @@ describe("compaction on the follower", () => {
 			store.close();
 		}
 
+		const ofSides = (f: string) => Object.keys(INDEX_SIDES).some((i) => f.includes(`${i}/`)) && f.endsWith(".parquet");
 		// The replaced one-block index files are unlisted now; the Delta logs removed them, so the
 		// next start's clean-up keeps them for the retention (outside readers may be on them)...
 		await follower.stop();
 		const leftovers = await Promise.all(Object.keys(INDEX_SIDES).map((i) => oneBlockFiles(i, [4, 5, 6, 7])));
 		expect(leftovers.flat().length).toBe(8);
 		const saved = await loadManifest(root, CHAIN_ID, CHAIN);
-		expect(
-			(await removeUnlisted(root, saved)).filter((f) => f.includes("_by_address") && f.endsWith(".parquet")),
-		).toEqual([]);
+		expect((await removeUnlisted(root, saved)).filter((f) => ofSides(f))).toEqual([]);
 		for (const f of leftovers.flat()) expect(existsSync(f), f).toBe(true);
 		// ...and without the export, the follower's note of them (`_retired.json`) keeps them until
 		// due, for readers in other processes...
 		saved.lake = { delta: false };
-		expect(
-			(await removeUnlisted(root, saved)).filter((f) => f.includes("_by_address") && f.endsWith(".parquet")),
-		).toEqual([]);
+		expect((await removeUnlisted(root, saved)).filter((f) => ofSides(f))).toEqual([]);
 		for (const f of leftovers.flat()) expect(existsSync(f), f).toBe(true);
 		// ...and once due, nothing keeps them: it deletes them.
 		const journal = join(root, CHAIN_ID, "_retired.json");
@@ -162,7 +159,7 @@ describe("compaction on the follower", () => {
 		}));
 		writeFileSync(journal, JSON.stringify(due));
 		const removed = await removeUnlisted(root, saved);
-		expect(removed.filter((f) => f.includes("_by_address") && f.endsWith(".parquet")).sort()).toEqual(
+		expect(removed.filter((f) => ofSides(f)).sort()).toEqual(
 			leftovers
 				.flat()
 				.map((f) => f.slice(join(root, CHAIN_ID).length + 1))

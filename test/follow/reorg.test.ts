@@ -6,6 +6,7 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { createFollower } from "../../src/follow/follower.js";
 import { createStore } from "../../src/query/store/create-store.js";
+import { findTransfers } from "../../src/query/transfers.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
@@ -70,7 +71,16 @@ describe.each([1, 3, 12])("a reorg %i blocks deep", (depth) => {
 		const top = await head();
 		const orphaned = await Promise.all(Array.from({ length: depth }, (_, i) => blockHash(top - i)));
 
-		await rpc("anvil_reorg", [depth, []]);
+		// A store open across the reorg, that has put the orphaned block's hash on a wallet row (its
+		// stamps kept: query/store/block-stamps.ts).
+		const early = await createStore(dataDir);
+		const page = { start: 0, end: top, limit: 100, order: "desc" as const };
+		const before = await findTransfers(early.snapshot(`eip155-${CHAIN}`), { address: only }, page);
+		expect(before.rows[0]).toMatchObject({ block_hash: orphaned[depth - 1] });
+
+		// The new branch re-includes a transfer in the first block replaced.
+		const again = `0x${depth.toString(16).padStart(40, "d")}`;
+		await rpc("anvil_reorg", [depth, [[{ from: accounts[3], to: again, value: "0x7" }, 0]]]);
 		expect(await blockHash(top)).not.toBe(orphaned[0]);
 		const after = await follower.step();
 		const reorg = after.find((e) => e.type === "reorg");
@@ -82,6 +92,18 @@ describe.each([1, 3, 12])("a reorg %i blocks deep", (depth) => {
 		const [followed, canonical] = await Promise.all([datasetRows(dataDir, CHAIN), datasetRows(fresh, CHAIN)]);
 		for (const d of Object.keys(canonical)) expect(followed[d], d).toEqual(canonical[d]);
 		expect(JSON.stringify(followed.transfers)).not.toContain(only.slice(2));
+		// The store open across the reorg answers with the new branch's block, not the stamps it kept.
+		try {
+			const moved = await findTransfers(early.snapshot(`eip155-${CHAIN}`), { address: again }, page);
+			expect(moved.rows.length).toBe(1);
+			const n = Number(moved.rows[0]?.block_number);
+			expect(n).toBe(top - depth + 1);
+			expect(moved.rows[0]?.block_hash).toBe(await blockHash(n));
+			expect(moved.rows[0]?.block_hash).not.toBe(orphaned[depth - 1]);
+			expect((await findTransfers(early.snapshot(`eip155-${CHAIN}`), { address: only }, page)).rows).toEqual([]);
+		} finally {
+			early.close();
+		}
 
 		const store = await createStore(dataDir);
 		const app = await buildApp({

@@ -2,25 +2,26 @@ import type { DuckDBInstance } from "@duckdb/node-api";
 
 /** index → [source dataset, first side, second side], written out here independently of src/store/indexes.ts. */
 export const INDEX_SIDES = {
-	transfer_records_by_address: ["transfers", "sender", "recipient"],
-	transaction_records_by_address: ["transactions", "from_address", "to_address"],
+	wallet_transfers: ["transfers", "sender", "recipient"],
+	wallet_transactions: ["transactions", "from_address", "to_address"],
 } as const;
 
 /** The columns each kind keeps beside its record (after address, id, block_number and side). */
 const KEPT: Record<keyof typeof INDEX_SIDES, string> = {
-	transfer_records_by_address: "asset_type, token_standard, contract, ",
-	transaction_records_by_address: "",
+	wallet_transfers: "asset_type, token_standard, contract, ",
+	wallet_transactions: "",
 };
 
 /**
  * The record of each kind: the source's fields as one JSON array, in this order (the API's
- * columns but id and block_number), written out here independently of address-records.ts.
+ * columns but id, block_number and the block's hash and timestamp), written out
+ * here independently of address-records.ts.
  */
 const RECORD_FIELDS: Record<keyof typeof INDEX_SIDES, string> = {
-	transfer_records_by_address:
-		"transaction_hash, block_hash, block_timestamp, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard",
-	transaction_records_by_address:
-		"transaction_hash, block_hash, block_timestamp, transaction_index, from_address, to_address, value, input, nonce, status, transaction_type, fee, gas_used, cumulative_gas_used, gas, gas_price, effective_gas_price, max_fee_per_gas, max_priority_fee_per_gas, contract_address, r, s, v",
+	wallet_transfers:
+		"transaction_hash, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard",
+	wallet_transactions:
+		"transaction_hash, transaction_index, from_address, to_address, value, input, nonce, status, transaction_type, fee, gas_used, cumulative_gas_used, gas, gas_price, effective_gas_price, max_fee_per_gas, max_priority_fee_per_gas, contract_address, r, s, v",
 };
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;

@@ -328,7 +328,7 @@ describe("wallet listing through the index files", () => {
 		await cp(join(root, "indexed"), emptied, { recursive: true });
 		const db = await DuckDBInstance.create(":memory:");
 		const conn = await db.connect();
-		for (const i of ["transfer_records_by_address", "transaction_records_by_address"]) {
+		for (const i of ["wallet_transfers", "wallet_transactions"]) {
 			for (const f of (await readdir(join(emptied, CHAIN_ID, i))).filter((n) => n.endsWith(".parquet"))) {
 				const path = join(emptied, CHAIN_ID, i, f);
 				await conn.run(`COPY (SELECT * FROM read_parquet('${path}') WHERE false) TO '${path}.new' (FORMAT parquet)`);

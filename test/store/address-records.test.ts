@@ -4,13 +4,15 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tokenBalances } from "../../src/query/balances.js";
+import { findCreations } from "../../src/query/contracts.js";
 import { createStore } from "../../src/query/store/create-store.js";
+import type { StoreOptions } from "../../src/query/store/store-options.js";
 import { findWalletTransactions } from "../../src/query/transactions.js";
 import { type AssetFilter, findTransfers, type TransferFilter } from "../../src/query/transfers.js";
 import { saveManifest } from "../../src/store/delta/save-manifest.js";
 import { INDEXES, type IndexName } from "../../src/store/format/indexes.js";
 import { partPaths } from "../../src/store/format/key-parts.js";
-import { loadManifest } from "../../src/store/format/manifest.js";
+import { listedFiles, loadManifest } from "../../src/store/format/manifest.js";
 import { indexFiles, listedPaths } from "../../src/store/indexes/listing.js";
 import { reindexChain } from "../../src/store/repair/reindex.js";
 import { verifyChain } from "../../src/store/repair/verify.js";
@@ -23,19 +25,26 @@ import { olderCopy } from "../helpers/older-folder.js";
 
 /**
  * By-address records (src/store/format/address-records.ts): a new folder's wallet pages come from
- * `transfer_records_by_address` and `transaction_records_by_address` (address, id, block number
- * and the row as one JSON array), and answer exactly as a folder written before them (the
- * whole-row `transfers_by_address` and `transactions_by_address`) and as the datasets alone, for
+ * `wallet_transfers` and `wallet_transactions`, a caller's creations from `wallet_creations` (address, id, block number, filter columns and the
+ * row's other fields as one JSON array; the block's hash and timestamp put back from the blocks
+ * files), and answer exactly as folders written before them (the records holding every field,
+ * `transfer_records_by_address` and `transaction_records_by_address`, and before those the whole
+ * rows, `transfers_by_address` and `transactions_by_address`) and as the datasets alone, for
  * every filter a wallet page takes, and the balances summed from a wallet's transfers where a
- * chunk lacks its balance deltas; `npm run reindex` turns the older folder into a new one.
+ * chunk lacks its balance deltas; also with room for a few blocks' stamps only (chunks dropped and
+ * read again); `npm run reindex` turns an older folder into a new one.
  */
-const SCALE: Scale = { blocks: 600, accounts: 400, contracts: 12, factories: 2, partitionSize: 100 };
+const SCALE: Scale = { blocks: 600, accounts: 400, contracts: 12, factories: 5, partitionSize: 100 };
 const CHAIN = parseChainId("eip155-1");
 const PAIRS = [
-	["transfers_by_address", "transfer_records_by_address"],
-	["transactions_by_address", "transaction_records_by_address"],
+	["transfer_records_by_address", "wallet_transfers"],
+	["transaction_records_by_address", "wallet_transactions"],
 ] as const;
-const RECORDS = PAIRS.map(([, now]) => now);
+const WHOLE_ROWS = [
+	["transfers_by_address", "wallet_transfers"],
+	["transactions_by_address", "wallet_transactions"],
+] as const;
+const RECORDS = [...PAIRS.map(([, now]) => now), "wallet_creations"] as const;
 let root: string;
 let fresh: string;
 let db: DuckDBInstance;
@@ -48,10 +57,12 @@ const json = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === "bigint" 
 const BUSIEST = 3;
 const QUIET = 3;
 let wallets: { address: string; counterparty: string; contract: string | null; origin: string }[];
+/** Callers of contract creations (factories and deployers), each with an origin of one of its creations. */
+let callers: { caller: string; origin: string }[];
 
 /** Every wallet page and balance asked of folder `dir` (bigints as text; a row's keys in any order). */
-async function answers(dir: string): Promise<unknown> {
-	const store = await createStore(dir);
+async function answers(dir: string, options: StoreOptions = {}): Promise<unknown> {
+	const store = await createStore(dir, options);
 	try {
 		// (A snapshot a question: each has one request's time budget.)
 		const db = () => store.snapshot(CHAIN.id);
@@ -84,6 +95,14 @@ async function answers(dir: string): Promise<unknown> {
 			out.push([w.address, "balances", await tokenBalances(db(), w.address)]);
 			out.push([w.address, "balances at 450", await tokenBalances(db(), w.address, 450)]);
 		}
+		for (const c of callers)
+			for (const order of ["asc", "desc"] as const)
+				for (const f of [{ caller: c.caller }, { caller: c.caller, origin: c.origin }]) {
+					const page = { start: 0, end: SCALE.blocks, limit: 5, order };
+					const first = await findCreations(db(), f, page);
+					const after = first.rows.at(-1)?.id as string | undefined;
+					out.push([c, order, first, after ? await findCreations(db(), f, { ...page, after }) : null]);
+				}
 		return JSON.parse(json(out));
 	} finally {
 		store.close();
@@ -96,9 +115,7 @@ async function quiet(dir: string): Promise<boolean[]> {
 	try {
 		const snap = store.snapshot(CHAIN.id);
 		const asked = [wallets[0], ...wallets.slice(BUSIEST)] as { address: string }[];
-		return await Promise.all(
-			asked.map((w) => snap.quiet("transfer_records_by_address", w.address, [0, SCALE.blocks - 1])),
-		);
+		return await Promise.all(asked.map((w) => snap.quiet("wallet_transfers", w.address, [0, SCALE.blocks - 1])));
 	} finally {
 		store.close();
 	}
@@ -136,12 +153,12 @@ beforeAll(async () => {
 			.flatMap((f) => partPaths(f.path, f.parts))
 			.map(q)
 			.join(", ");
-	const transfers = `read_parquet([${files("transfer_records_by_address")}])`;
+	const transfers = `read_parquet([${files("wallet_transfers")}])`;
 	const field = (k: string) => `record::JSON->>${q(`$[${k}]`)}`;
 	// Busiest and quiet addresses, each with one transfer's counterparty, contract and origin.
 	wallets = (
 		await select(
-			`WITH t AS (SELECT address, ${field("5")} AS sender, ${field("6")} AS recipient, ${field("4")} AS contract, ${field("3")} AS origin FROM ${transfers}),
+			`WITH t AS (SELECT address, ${field("3")} AS sender, ${field("4")} AS recipient, ${field("2")} AS contract, ${field("1")} AS origin FROM ${transfers}),
 			 n AS (SELECT address, count(*) AS n, min(CASE WHEN sender = address THEN recipient ELSE sender END) AS counterparty,
 			              max(contract) AS contract, min(origin) AS origin FROM t GROUP BY address)
 			 (SELECT * FROM n ORDER BY n DESC, address LIMIT ${BUSIEST}) UNION ALL (SELECT * FROM n WHERE n >= 2 ORDER BY n, address LIMIT ${QUIET})`,
@@ -153,6 +170,14 @@ beforeAll(async () => {
 		origin: String(r.origin),
 	}));
 	expect(wallets.length).toBe(BUSIEST + QUIET);
+	const creations = `read_parquet([${listedFiles(fresh, m, "contract_creations").map(q).join(", ")}])`;
+	callers = (
+		await select(
+			`SELECT caller, min(origin) AS origin, count(*) AS n FROM ${creations} GROUP BY caller ORDER BY n DESC, caller LIMIT 3`,
+		)
+	).map((r) => ({ caller: String(r.caller), origin: String(r.origin) }));
+	// (A factory with more than a page.)
+	expect(callers.length).toBeGreaterThanOrEqual(2);
 }, 240_000);
 
 afterAll(async () => {
@@ -195,14 +220,18 @@ describe("by-address records", () => {
 		expect((json(now).match(/"hasMore":true/g) ?? []).length).toBeGreaterThan(20);
 		expect(json(now)).toContain('"raw":"');
 
-		const plain = await without(fresh, "plain", [...PAIRS.flat()]);
+		const plain = await without(fresh, "plain", [...PAIRS.flat(), ...WHOLE_ROWS.flat(), "wallet_creations"]);
 		expect(await answers(plain)).toEqual(now);
+		// Room for 150 blocks' stamps: a page's chunks are read again as others push them out.
+		expect(await answers(fresh, { maxStampedBlocks: 150 })).toEqual(now);
+		const oldest = await olderCopy(fresh, join(root, "oldest"), CHAIN, WHOLE_ROWS);
+		expect(await answers(oldest)).toEqual(now);
 
 		const older = await olderCopy(fresh, join(root, "older"), CHAIN, PAIRS);
 		const before = await loadManifest(older, CHAIN.id, CHAIN.number);
 		for (const c of before.chunks) {
-			expect(c.indexes).toContain("transfers_by_address");
-			expect(c.indexes).not.toContain("transfer_records_by_address");
+			expect(c.indexes).toContain("transfer_records_by_address");
+			expect(c.indexes).not.toContain("wallet_transfers");
 		}
 		expect(await answers(older)).toEqual(now);
 
@@ -214,7 +243,7 @@ describe("by-address records", () => {
 				expect(indexFiles(older, after, records).some((f) => f.from <= c.from && c.to <= f.to)).toBe(true);
 			}
 		}
-		expect(after.runs?.some((r) => r.index === "transfers_by_address")).toBeFalsy();
+		expect(after.runs?.some((r) => r.index === "transfer_records_by_address")).toBeFalsy();
 		const listed = listedPaths(older, after);
 		for (const [old] of PAIRS) for (const f of indexFiles(older, before, old)) expect(listed.has(f.path)).toBe(false);
 		expect(await answers(older)).toEqual(now);

@@ -27,7 +27,7 @@ import { rowsOf } from "../helpers/duck-rows.js";
  */
 const SCALE: Scale = { blocks: 250, accounts: 800, contracts: 20, factories: 3, partitionSize: 250 };
 const CHAIN = parseChainId("eip155-1");
-const BY_ADDRESS = ["transfer_records_by_address", "transaction_records_by_address"] as const;
+const BY_ADDRESS = ["wallet_transfers", "wallet_transactions"] as const;
 let root: string;
 let db: DuckDBInstance;
 
@@ -86,11 +86,11 @@ describe("index files in coarser row groups than this version writes", () => {
 		expect(old.length).toBeGreaterThan(0);
 		// The fixture is only a fixture if some file has a group past today's size.
 		const groups = await Promise.all(old.map((f) => largestGroup(f.path)));
-		expect(Math.max(...groups)).toBeGreaterThan(2 * INDEXES.transfer_records_by_address.rowGroupSize);
+		expect(Math.max(...groups)).toBeGreaterThan(2 * INDEXES.wallet_transfers.rowGroupSize);
 		const busiest = (
 			await select(
 				`SELECT address FROM read_parquet([${old
-					.filter((f) => f.index === "transfer_records_by_address")
+					.filter((f) => f.index === "wallet_transfers")
 					.map((f) => q(f.path))
 					.join(", ")}]) GROUP BY address ORDER BY count(*) DESC, address LIMIT 5`,
 			)

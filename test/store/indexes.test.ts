@@ -24,7 +24,7 @@ import { INDEX_SIDES, indexDiff } from "../helpers/index-rows.js";
  * each chunk lists both indexes, and each index file holds exactly the rows computed here,
  * independently, from the chunk's dataset file (one per side, the other side only when it
  * differs), sorted by (address, id), in row groups of at most
- * INDEXES.transfer_records_by_address.rowGroupSize rows with min/max statistics on `address`.
+ * INDEXES.wallet_transfers.rowGroupSize rows with min/max statistics on `address`.
  */
 const CHAIN = 31337;
 const CHAIN_ID = `eip155-${CHAIN}`;
@@ -174,18 +174,18 @@ describe("index files of a backfilled chain", () => {
 		}));
 		try {
 			const src = join(root, "big", "transfers.parquet");
-			const out = join(root, "big", "transfer_records_by_address.parquet");
+			const out = join(root, "big", "wallet_transfers.parquet");
 			await writer.write("transfers", transfers, src, join(root, "big", "staging"));
-			const { rows: n } = await writer.derive("transfer_records_by_address", () => src, out);
+			const { rows: n } = await writer.derive("wallet_transfers", () => src, out);
 			expect(n).toBe(40_000 + 36_000); // self-transfers (every 10th) once
 			const groups = await rows(
 				`SELECT row_group_id AS g, row_group_num_rows AS n, stats_min_value AS lo, stats_max_value AS hi
 				 FROM parquet_metadata(${q(out)}) WHERE path_in_schema = 'address' ORDER BY g`,
 			);
-			expect(groups.length).toBeGreaterThanOrEqual(Math.ceil(n / INDEXES.transfer_records_by_address.rowGroupSize));
+			expect(groups.length).toBeGreaterThanOrEqual(Math.ceil(n / INDEXES.wallet_transfers.rowGroupSize));
 			expect(groups.reduce((s, g) => s + Number(g.n), 0)).toBe(n);
 			for (const [k, g] of groups.entries()) {
-				expect(Number(g.n)).toBeLessThanOrEqual(INDEXES.transfer_records_by_address.rowGroupSize);
+				expect(Number(g.n)).toBeLessThanOrEqual(INDEXES.wallet_transfers.rowGroupSize);
 				expect(g.lo, `group ${k}`).toBeTruthy();
 				expect(g.hi, `group ${k}`).toBeTruthy();
 				expect(String(g.lo) <= String(g.hi)).toBe(true);
@@ -210,12 +210,12 @@ describe("index files and the chunk store", () => {
 		const dropped = m.chunks[2] as Manifest["chunks"][number];
 		// A stray index file (as a crash between writing and listing leaves it), and a chunk whose
 		// index files the manifest no longer lists.
-		const stray = partitionPath(copy, CHAIN_ID, "transfer_records_by_address", {
+		const stray = partitionPath(copy, CHAIN_ID, "wallet_transfers", {
 			from: 9990,
 			to: 9999,
 			last_hash: "0xdeadbeef",
 		});
-		await copyFile(indexFile(copy, "transfer_records_by_address", first), stray);
+		await copyFile(indexFile(copy, "wallet_transfers", first), stray);
 		delete dropped.indexes;
 		const removed = await removeUnlisted(copy, m);
 		// The dropped chunk's index files were in the Delta logs: removed from them now, they stay
@@ -223,7 +223,7 @@ describe("index files and the chunk store", () => {
 		// log lists, go. The stray file was never listed anywhere: it goes.
 		expect(removed.sort()).toEqual(
 			[
-				join("transfer_records_by_address", stray.split("/").at(-1) as string),
+				join("wallet_transfers", stray.split("/").at(-1) as string),
 				...BOTH.map((i) => `${join(i, indexFile(copy, i, dropped).split("/").at(-1) as string)}.filter`),
 			].sort(),
 		);

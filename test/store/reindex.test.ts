@@ -215,15 +215,15 @@ describe("reindexChain", () => {
 	});
 
 	it("adds an index kind a chunk lacks, keeping the ones it has", async () => {
-		const dir = await unindexedCopy("one-kind", () => true, "transaction_records_by_address");
+		const dir = await unindexedCopy("one-kind", () => true, "wallet_transactions");
 		const m = readManifest(dir);
 		// (The balance deltas too: the backfill's merges derived them, though no chunk is settled.)
-		const others = indexesFor(DATASETS).filter((i) => i !== "transaction_records_by_address");
+		const others = indexesFor(DATASETS).filter((i) => i !== "wallet_transactions");
 		expect(m.chunks.every((c) => JSON.stringify([...(c.indexes ?? [])].sort()) === JSON.stringify(others.sort()))).toBe(
 			true,
 		);
 		const kept = Object.keys(await indexFiles(dir));
-		expect(kept.every((f) => !f.startsWith("transaction_records_by_address/"))).toBe(true);
+		expect(kept.every((f) => !f.startsWith("wallet_transactions/"))).toBe(true);
 		expect(await reindexChain(dir, { id: CHAIN_ID, number: CHAIN })).toBe(m.chunks.length);
 		expect(listing(dir)).toEqual(listing(original));
 		expect(await indexFiles(dir)).toEqual(await indexFiles(original));

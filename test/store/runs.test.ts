@@ -215,9 +215,7 @@ describe("merged index runs", () => {
 		const dir = join(root, "damaged-run");
 		await cp(join(root, "merged"), dir, { recursive: true });
 		const before = await manifestOf(dir);
-		const run = (before.runs ?? []).find(
-			(r) => r.index === "transfer_records_by_address" && r.chunks === FAN_IN * FAN_IN,
-		);
+		const run = (before.runs ?? []).find((r) => r.index === "wallet_transfers" && r.chunks === FAN_IN * FAN_IN);
 		if (!run) throw new Error("no run of FAN_IN² chunks");
 		const path = partitionPath(dir, before.chain, run.index, run);
 		await truncate(path, 100);

@@ -297,7 +297,7 @@ describe("npm run reindex on a folder written with unsigned types", () => {
 			withdrawals: 'STRUCT("index" UBIGINT, validator_index UBIGINT, address VARCHAR, amount VARCHAR)[]',
 		});
 		expect(await types("traces")).toMatchObject({ trace_address: "UINTEGER[]", status: "UTINYINT" });
-		expect(await types("transfer_records_by_address")).toMatchObject({ address: "VARCHAR", block_number: "UBIGINT" });
+		expect(await types("wallet_transfers")).toMatchObject({ address: "VARCHAR", block_number: "UBIGINT" });
 		expect(await types("erc20_balances")).toMatchObject({ first_block: "UBIGINT", d0: "BIGINT", transfers: "BIGINT" });
 		expect(await types("opening_balances")).toMatchObject({ read_at: "UBIGINT" });
 		expect(await types("token_metadata")).toMatchObject({ decimals: "INTEGER" });

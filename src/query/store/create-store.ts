@@ -7,7 +7,7 @@
  *
  * This file puts the store together from its parts, each in a file of its own beside it: the
  * connection pool, the manifests, the files' health, the placeholders, the key filters, the query
- * runner, the holder-ranks counts, the memo and the chains listing.
+ * runner, the holder-ranks counts, the memo, the block stamps and the chains listing.
  */
 import { DuckDBInstance } from "@duckdb/node-api";
 import { manifestPath } from "../../store/format/layout.js";
@@ -17,6 +17,7 @@ import { SETTLE_DEPTH } from "../../store/format/run-lookup.js";
 import { RANK_ROW_GROUP_SIZE, usableRanks } from "../../store/holdings/holder-ranks.js";
 import { isIndexed } from "../../store/indexes/listing.js";
 import { lockDown } from "../lock-down.js";
+import { blockStamps } from "./block-stamps.js";
 import { chainListing } from "./chain-listing.js";
 import { openConnectionPool } from "./connection-pool.js";
 import { fileHealth } from "./file-health.js";
@@ -56,6 +57,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	const ranksMinHoldings = options.ranksMinHoldings ?? RANK_ROW_GROUP_SIZE;
 	const ranked = rankedCounts(dataDir, options, budgetMs, run);
 	const memo = manifestMemo();
+	const stamps = blockStamps(options.maxStampedBlocks);
 	const { chains, has } = chainListing(dataDir);
 
 	// Per manifest object (a changed manifest is a new one): its generation and final block.
@@ -82,6 +84,8 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				query: (sql, params = {}, window, key) => run(manifest, sql, params, budget, window, key),
 				indexed: (index, chunk) => manifest !== null && isIndexed(manifest, index, chunk),
 				quiet: (index, key, window) => keys.quiet(manifest, index, key, window),
+				blockStamps: (blocks) =>
+					stamps(chain, manifest, blocks, (sql, params, window) => run(manifest, sql, params, budget, window)),
 				ranks: () => usableRanks(dataDir, manifest),
 				ranked: async (token) =>
 					ranksMinHoldings <= 0 || ((await ranked(manifest)).get(token) ?? 0) >= ranksMinHoldings,

@@ -41,6 +41,8 @@ export interface StoreOptions {
 	threads?: number;
 	/** SNAPSHOT_MAX_AGE_MS, for tests. */
 	snapshotMaxAgeMs?: number;
+	/** Blocks whose hash and timestamp are kept in memory (block-stamps.ts; default MAX_STAMPED_BLOCKS), for tests. */
+	maxStampedBlocks?: number;
 	/**
 	 * Where the files come from when `dataDir` is a read-through cache of a lake in a bucket
 	 * (remote/file-cache.ts): each query holds the files it reads (fetched if not here) until it

@@ -8,6 +8,7 @@ import type { DatasetName } from "../../extract/rows.js";
 import type { IndexName } from "../../store/format/indexes.js";
 import type { ChunkEntry, Manifest, RankEntry } from "../../store/format/records.js";
 import type { DamagedFile } from "../damaged-data-error.js";
+import type { BlockStamp } from "./block-stamps.js";
 
 export type Row = Record<string, unknown>;
 export type Params = Record<string, DuckDBValue>;
@@ -71,6 +72,12 @@ export interface Snapshot {
 	 * in a row group or two of each file, and one statement can read them all.
 	 */
 	quiet(index: IndexName, key: string, window: readonly [number, number]): Promise<boolean>;
+	/**
+	 * The hash and timestamp of each of `blocks` this snapshot holds (a block it does not is left
+	 * out), read from the blocks files a chunk at a time and kept (block-stamps.ts): for the rows
+	 * stored without them (the wallet records).
+	 */
+	blockStamps(blocks: Iterable<number>): Promise<Map<number, BlockStamp>>;
 	/** The holder ranks `{erc20_ranks}` reads, if usable with this snapshot's files (store/holder-ranks.ts). */
 	ranks(): RankEntry | null;
 	/** Whether `token` has enough ranked holdings for its holders pages to read the ranks (StoreOptions.ranksMinHoldings). */

@@ -2,25 +2,26 @@ import { TX_RECORD_FIELDS } from "./lookup-records.js";
 import { SCHEMAS } from "./schema.js";
 
 /**
- * By-address records: a wallet's rows (its transfers, its transactions) as `address, id,
- * block_number`, a few filter columns (FILTER_COLUMNS) and `record`, the row pre-encoded as one
- * JSON array, sorted by address and id (indexes.ts `transfer_records_by_address`,
- * `transaction_records_by_address`). A wallet's page reads `id, block_number, record` of the row
- * group(s) holding it instead of 15 or 25 columns: measured on M's newest
+ * By-address records: a wallet's rows (its transfers, its transactions, the contracts it created) as `address, id,
+ * block_number`, a few filter columns (FILTER_COLUMNS) and `record`, the row's other fields
+ * pre-encoded as one JSON array, sorted by address and id (indexes.ts `wallet_transfers`,
+ * `wallet_transactions`, `wallet_creations`). A wallet's page reads `id, block_number`, the filter columns and
+ * `record` of the row group(s) holding it instead of 15 or 25 columns: measured on M's newest
  * by-address part (issue 26, BENCHMARKS.md "third figures"), a quiet wallet's lookup 1.77-1.89 ms
- * in groups of 2,048 against 5.2-5.7 for the 15 columns in groups of 4,096; over the whole of M
- * 1.5% more bytes than the whole rows (2,068 against 2,037 MiB for transfers; zstd already folds
- * the address repeated inside a record: blanking it saved 2.4%, not kept).
+ * in groups of 2,048 against 5.2-5.7 for the 15 columns in groups of 4,096.
  * `block_number` stays a column: a page's windows prune on it; `id` too: pages sort and resume on it.
  *
  * A page's direction, asset and contract filters read the filter columns; the rarer ones
  * (counterparty, token id, origin) read the record's fields in SQL (recordRelationSql), after the
  * address has pruned the file to the wallet's rows; the page itself is decoded in JS
- * (query/records-decode.ts). On M the records with their filter columns take 6.4% more bytes than
- * the whole rows did (BENCHMARKS.md "fourth figures").
+ * (query/records-decode.ts), the block's hash and timestamp put back from the chain's blocks
+ * (BLOCK_STAMP_FIELDS). The first records (`transfer_records_by_address`,
+ * `transaction_records_by_address`, session 6) held every field, those too: 6.4% more bytes
+ * than the whole rows they replaced (BENCHMARKS.md "fourth figures"); the wallet records are
+ * those less the block's fields (BENCHMARKS.md "fifth figures").
  */
 
-/** A wallet transfer's fields in its record, in order: the API's transfer columns but id and block. */
+/** A wallet transfer's fields as a page lists them, in order: the API's transfer columns but id and block. */
 export const TRANSFER_ADDRESS_FIELDS = [
 	"transaction_hash",
 	"block_hash",
@@ -38,32 +39,94 @@ export const TRANSFER_ADDRESS_FIELDS = [
 ] as const;
 
 /**
- * A wallet transaction's fields in its record, in order: the API's transaction columns but id and
- * block, as a lookup record's fields (lookup-records.ts) with the hash first.
+ * A wallet transaction's fields as a page lists them, in order: the API's transaction columns but
+ * id and block, as a lookup record's fields (lookup-records.ts) with the hash first.
  */
 export const TRANSACTION_ADDRESS_FIELDS = [
 	"transaction_hash",
 	...TX_RECORD_FIELDS.filter((f) => f !== "id" && f !== "block_number"),
 ] as const;
 
-/** The record fields of each by-address records index's source dataset. */
+/** A contract creation's fields as a caller's page lists them, in order: the API's creation columns but id and block. */
+export const CREATION_ADDRESS_FIELDS = [
+	"transaction_hash",
+	"block_hash",
+	"block_timestamp",
+	"origin",
+	"contract_address",
+	"caller",
+	"value",
+	"op_code",
+	"trace_address",
+	"init_code_hash",
+	"gas_used",
+] as const;
+
+/** The page's fields of each by-address records index's source dataset. */
 export const ADDRESS_FIELDS = {
 	transfers: TRANSFER_ADDRESS_FIELDS,
 	transactions: TRANSACTION_ADDRESS_FIELDS,
+	contract_creations: CREATION_ADDRESS_FIELDS,
 } as const;
 export type AddressDataset = keyof typeof ADDRESS_FIELDS;
 
 /**
- * Columns kept beside the record (the record holds them too), for the filters a page may apply to
- * every row of a busy wallet: reading the field out of each record's JSON instead took a busy
- * wallet's ERC-20 page 218-260 ms against 20 (M, a wallet with 450,000 rows and no ERC-20 of its
- * own). Short and repetitive, so their bytes are few. `side` is which side of the row the address
- * is: 'out' (the sender, or from), 'in' (the recipient, or to), 'self' (both).
+ * Columns kept beside the record, for the filters a page may apply to every row of a busy wallet:
+ * reading the field out of each record's JSON instead took a busy wallet's ERC-20 page 218-260 ms
+ * against 20 (M, a wallet with 450,000 rows and no ERC-20 of its own). Short and repetitive, so
+ * their bytes are few. `side` is which side of the row the address is: 'out' (the sender, or
+ * from), 'in' (the recipient, or to), 'self' (both).
  */
 export const FILTER_COLUMNS = {
 	transfers: { side: "VARCHAR", asset_type: "VARCHAR", token_standard: "VARCHAR", contract: "VARCHAR" },
 	transactions: { side: "VARCHAR" },
+	// One side (the caller): every row is the address's own.
+	contract_creations: {},
 } as const;
+
+/**
+ * A block's fields every row repeats: the wallet kinds leave them out of the record and the reader
+ * puts them back from the chain's blocks (query/store/block-stamps.ts). Measured on M's
+ * by-address parts (issue 26, BENCHMARKS.md "fifth figures"): the block hash, 32 random bytes
+ * that zstd cannot fold, was a quarter of a record's bytes.
+ */
+export const BLOCK_STAMP_FIELDS = ["block_hash", "block_timestamp"] as const;
+
+/**
+ * How a by-address records kind stores a row: `record`, the fields in its JSON array, in order
+ * (the filter columns beside it hold copies of theirs); `stamped`: the block's fields are left
+ * out, to be put back from the blocks. The filter columns stay in the record too: a page that
+ * read them as columns instead took 1.2 ms more at M (three more columns of each row group:
+ * 5.11 against 3.93 ms, median and cold wallets) to save 5% of the bytes.
+ */
+export interface AddressLayout {
+	dataset: AddressDataset;
+	record: readonly string[];
+	stamped: boolean;
+}
+
+/** The first records (`transfer_records_by_address`, `transaction_records_by_address`): every field in the record. */
+const wholeRecord = (dataset: AddressDataset): AddressLayout => ({
+	dataset,
+	record: ADDRESS_FIELDS[dataset],
+	stamped: false,
+});
+/** Wallet records (`wallet_transfers`, `wallet_transactions`, `wallet_creations`): without the block's fields. */
+const walletRecord = (dataset: AddressDataset): AddressLayout => ({
+	dataset,
+	record: ADDRESS_FIELDS[dataset].filter((f) => !(BLOCK_STAMP_FIELDS as readonly string[]).includes(f)),
+	stamped: true,
+});
+
+/** The layout of each by-address records kind. */
+export const ADDRESS_LAYOUTS = {
+	wallet_transfers: walletRecord("transfers"),
+	wallet_transactions: walletRecord("transactions"),
+	wallet_creations: walletRecord("contract_creations"),
+	transfer_records_by_address: wholeRecord("transfers"),
+	transaction_records_by_address: wholeRecord("transactions"),
+} as const satisfies Record<string, AddressLayout>;
+export type AddressRecordsKind = keyof typeof ADDRESS_LAYOUTS;
 
 /** The columns of a by-address records file of `dataset`. */
 export const addressRecordColumns = (dataset: AddressDataset): Record<string, string> => ({
@@ -76,16 +139,18 @@ export const addressRecordColumns = (dataset: AddressDataset): Record<string, st
 
 /**
  * Each row of `src` once per address it involves (`a`, then `b` when it differs, so a
- * self-transfer appears once), as addressRecordColumns.
+ * self-transfer appears once; or `a` alone), as addressRecordColumns with the record of `layout`.
  */
 export const addressRecordsSql =
-	(dataset: AddressDataset, [a, b]: readonly [string, string]) =>
+	(layout: AddressLayout, [a, b]: readonly [string, string?]) =>
 	(src: string): string => {
-		const record = `json_array(${ADDRESS_FIELDS[dataset].map((f) => `"${f}"`).join(", ")})::VARCHAR AS record`;
-		const kept = Object.keys(FILTER_COLUMNS[dataset])
+		const record = `json_array(${layout.record.map((f) => `"${f}"`).join(", ")})::VARCHAR AS record`;
+		const kept = Object.keys(FILTER_COLUMNS[layout.dataset])
 			.filter((c) => c !== "side")
 			.map((c) => `"${c}", `)
 			.join("");
+		if (b === undefined)
+			return `SELECT ${a} AS address, id, block_number, ${kept}${record} FROM ${src} WHERE ${a} IS NOT NULL`;
 		return `SELECT ${a} AS address, id, block_number, CASE WHEN ${b} = ${a} THEN 'self' ELSE 'out' END AS side, ${kept}${record} FROM ${src} WHERE ${a} IS NOT NULL
 		 UNION ALL SELECT ${b} AS address, id, block_number, 'in' AS side, ${kept}${record} FROM ${src} WHERE ${b} IS NOT NULL AND ${b} IS DISTINCT FROM ${a}`;
 	};
@@ -93,7 +158,7 @@ export const addressRecordsSql =
 /** The condition on `side` for a wallet's rows of one direction (`out`: it sent; `in`: it received). */
 export const sideSql = (direction: "out" | "in"): string => `side IN ('${direction}', 'self')`;
 
-/** SQL of field `f` of `dataset`'s record, as its dataset column's type (JSON null → NULL). */
+/** SQL of field `f` of `dataset`'s record, at position `i`, as its dataset column's type (JSON null → NULL). */
 function fieldSql(dataset: AddressDataset, f: string, i: number): string {
 	const type = (SCHEMAS[dataset] as Record<string, readonly [string, string]>)[f]?.[0] ?? "VARCHAR";
 	if (type === "VARCHAR") return `record->>'$[${i}]'`;
@@ -102,15 +167,17 @@ function fieldSql(dataset: AddressDataset, f: string, i: number): string {
 }
 
 /**
- * `rel` (a by-address records relation, e.g. `{transfer_records_by_address}`) with its record's
- * fields as columns of their datasets' types (the filter columns read as stored): for SQL that
- * filters or sums on them. DuckDB computes only the fields a statement names, and only on the
- * rows the address filter (pushed into the scan) leaves.
+ * `rel` (a by-address records relation of `layout`, e.g. `{wallet_transfers}`) with its record's
+ * fields as columns of their datasets' types (the filter columns read as stored; the block's
+ * fields of a wallet kind are not there): for SQL that filters or sums on them. DuckDB computes
+ * only the fields a statement names, and only on the rows the address filter (pushed into the
+ * scan) leaves.
  */
-export const recordRelationSql = (dataset: AddressDataset, rel: string): string => {
-	const kept = Object.keys(FILTER_COLUMNS[dataset]);
-	const fields = ADDRESS_FIELDS[dataset].flatMap((f, i) =>
-		kept.includes(f) ? [] : [`${fieldSql(dataset, f, i)} AS "${f}"`],
+export const recordRelationSql = (layout: AddressLayout, rel: string): string => {
+	const kept = Object.keys(FILTER_COLUMNS[layout.dataset]);
+	const fields = layout.record.flatMap((f, i) =>
+		kept.includes(f) ? [] : [`${fieldSql(layout.dataset, f, i)} AS "${f}"`],
 	);
-	return `(SELECT address, id, block_number, ${kept.map((c) => `"${c}"`).join(", ")}, record, ${fields.join(", ")} FROM ${rel})`;
+	const columns = ["address", "id", "block_number", ...kept.map((c) => `"${c}"`), "record", ...fields];
+	return `(SELECT ${columns.join(", ")} FROM ${rel})`;
 };

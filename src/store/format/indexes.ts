@@ -1,10 +1,5 @@
 import type { DatasetName } from "../../extract/rows.js";
-import {
-	addressRecordColumns,
-	addressRecordsSql,
-	TRANSACTION_ADDRESS_FIELDS,
-	TRANSFER_ADDRESS_FIELDS,
-} from "./address-records.js";
+import { ADDRESS_LAYOUTS, addressRecordColumns, addressRecordsSql } from "./address-records.js";
 import {
 	deltaColumns,
 	deltasSql,
@@ -105,37 +100,71 @@ const bySides = (a: string, b: string) => (src: string) =>
 	`SELECT ${a} AS address, * FROM ${src} WHERE ${a} IS NOT NULL UNION ALL SELECT ${b} AS address, * FROM ${src} WHERE ${b} IS NOT NULL AND ${b} IS DISTINCT FROM ${a}`;
 
 export const INDEXES = {
-	// A wallet's pages: by-address records (address-records.ts).
-	transfer_records_by_address: {
+	// A wallet's pages: by-address records (address-records.ts), without the block's fields.
+	wallet_transfers: {
 		source: "transfers",
-		select: addressRecordsSql("transfers", ["sender", "recipient"]),
+		select: addressRecordsSql(ADDRESS_LAYOUTS.wallet_transfers, ["sender", "recipient"]),
 		sortKey: "address, id",
 		key: "address",
 		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
 		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
 		columns: addressRecordColumns("transfers"),
-		doc: `every transfer once per address it involves (\`address\` = sender, then recipient if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self), the columns a page filters on (\`asset_type\`, \`token_standard\`, \`contract\`) and its record: its fields as one JSON array (\`record\`: ${TRANSFER_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
+		doc: `every transfer once per address it involves (\`address\` = sender, then recipient if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self), the columns a page filters on (\`asset_type\`, \`token_standard\`, \`contract\`) and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_transfers.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
 	},
-	transaction_records_by_address: {
+	wallet_transactions: {
 		source: "transactions",
-		select: addressRecordsSql("transactions", ["from_address", "to_address"]),
+		select: addressRecordsSql(ADDRESS_LAYOUTS.wallet_transactions, ["from_address", "to_address"]),
 		sortKey: "address, id",
 		key: "address",
 		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
 		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
 		columns: addressRecordColumns("transactions"),
-		doc: `every transaction once per address it involves (\`address\` = from_address, then to_address if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self) and its record: its fields as one JSON array (\`record\`: ${TRANSACTION_ADDRESS_FIELDS.join(", ")}); sorted by address and id`,
+		doc: `every transaction once per address it involves (\`address\` = from_address, then to_address if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self) and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_transactions.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
 	},
-	// Their predecessors, whole rows: still read in folders that have them for every chunk,
-	// until reindex replaces them.
+	// A caller's contract creations (a factory's): `/contracts/creates?caller=` read the dataset,
+	// 13 columns of every row group, 8-10 ms at M for a median factory (BENCHMARKS.md "fifth figures").
+	wallet_creations: {
+		source: "contract_creations",
+		select: addressRecordsSql(ADDRESS_LAYOUTS.wallet_creations, ["caller"]),
+		sortKey: "address, id",
+		key: "address",
+		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
+		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
+		columns: addressRecordColumns("contract_creations"),
+		doc: `every contract creation by its caller (\`address\`) with its \`id\`, \`block_number\` and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_creations.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
+	},
+	// Their predecessors: still read in folders that have them for every chunk, until reindex
+	// replaces them. First records holding every field, then whole rows.
+	transfer_records_by_address: {
+		source: "transfers",
+		select: addressRecordsSql(ADDRESS_LAYOUTS.transfer_records_by_address, ["sender", "recipient"]),
+		sortKey: "address, id",
+		key: "address",
+		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
+		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
+		columns: addressRecordColumns("transfers"),
+		replacedBy: "wallet_transfers",
+		doc: "(replaced by wallet_transfers; written before it) as `wallet_transfers`, its record holding the block's hash and timestamp too",
+	},
+	transaction_records_by_address: {
+		source: "transactions",
+		select: addressRecordsSql(ADDRESS_LAYOUTS.transaction_records_by_address, ["from_address", "to_address"]),
+		sortKey: "address, id",
+		key: "address",
+		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
+		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
+		columns: addressRecordColumns("transactions"),
+		replacedBy: "wallet_transactions",
+		doc: "(replaced by wallet_transactions; written before it) as `wallet_transactions`, its record holding the block's hash and timestamp too",
+	},
 	transfers_by_address: {
 		source: "transfers",
 		select: bySides("sender", "recipient"),
 		sortKey: "address, id",
 		key: "address",
 		rowGroupSize: BY_ADDRESS_ROWS_GROUP_SIZE,
-		replacedBy: "transfer_records_by_address",
-		doc: "(replaced by transfer_records_by_address; written before it) every transfers row once per address it involves (`address` = sender, then recipient if different), sorted by address and id",
+		replacedBy: "wallet_transfers",
+		doc: "(replaced by wallet_transfers; written before it) every transfers row once per address it involves (`address` = sender, then recipient if different), sorted by address and id",
 	},
 	transactions_by_address: {
 		source: "transactions",
@@ -143,8 +172,8 @@ export const INDEXES = {
 		sortKey: "address, id",
 		key: "address",
 		rowGroupSize: BY_ADDRESS_ROWS_GROUP_SIZE,
-		replacedBy: "transaction_records_by_address",
-		doc: "(replaced by transaction_records_by_address; written before it) every transactions row once per address it involves (`address` = from_address, then to_address if different), sorted by address and id",
+		replacedBy: "wallet_transactions",
+		doc: "(replaced by wallet_transactions; written before it) every transactions row once per address it involves (`address` = from_address, then to_address if different), sorted by address and id",
 	},
 	// Lookup records (lookup-records.ts): a lookup by hash reads two columns of one small row
 	// group of one file (chosen by the run's key filter), a transaction's logs included. Groups
