@@ -1,18 +1,5 @@
 import type { ChunkEntry, Manifest } from "../../store/format/records.js";
-import type { Params, Row } from "./store.js";
-
-/**
- * A block's hash and timestamp by number, for the rows that leave them out (the wallet records:
- * store/format/address-records.ts BLOCK_STAMP_FIELDS). DuckDB reads a chunk's blocks once (two
- * columns of its blocks file); they are kept as 40 bytes a block, at most MAX_STAMPED_BLOCKS
- * blocks, the least recently used chunks dropped first. A chunk is kept under what names its
- * files (its range, generation and last hash): a reorged or extended chunk is read afresh, never
- * mixed with what was kept of it before, and a snapshot only ever looks up its own chunks.
- */
-export interface BlockStamp {
-	hash: string;
-	timestamp: bigint;
-}
+import type { BlockStamp, Params, Row } from "./store.js";
 
 /** 160 MB of stamps: all of L's million blocks, or 4 million of a larger chain's most asked. */
 export const MAX_STAMPED_BLOCKS = 4_000_000;
@@ -29,6 +16,14 @@ interface Stamps {
 /** Runs a statement over a snapshot's files of the blocks in `window` (the store's runner, bound to the snapshot). */
 type Read = (sql: string, params: Params, window: readonly [number, number]) => Promise<Row[]>;
 
+/**
+ * A block's hash and timestamp by number, for the rows that leave them out (the wallet records:
+ * store/format/address-records.ts BLOCK_STAMP_FIELDS). DuckDB reads a chunk's blocks once (two
+ * columns of its blocks file); they are kept as 40 bytes a block, at most MAX_STAMPED_BLOCKS
+ * blocks, the least recently used chunks dropped first. A chunk is kept under what names its
+ * files (its range, generation and last hash): a reorged or extended chunk is read afresh, never
+ * mixed with what was kept of it before, and a snapshot only ever looks up its own chunks.
+ */
 export function blockStamps(maxBlocks = MAX_STAMPED_BLOCKS) {
 	const kept = new Map<string, Promise<Stamps>>();
 	let held = 0;

@@ -2,7 +2,8 @@
  * The one module that talks to DuckDB for the API. Reads the Parquet files in place (no import
  * step): each `{dataset}` in a statement becomes `read_parquet([...])` over the files the chain's
  * manifest lists, so ranges a backfill appends are seen by the next query and a crashed run's
- * leftovers never are. Prepared statements are cached per connection (and per file list).
+ * leftovers never are. Prepared statements are cached per connection, the file lists bound as
+ * their parameters.
  * DuckDB can reach no file outside `dataDir` (see lockDown), and no query runs past its budget.
  *
  * This file puts the store together from its parts, each in a file of its own beside it: the

@@ -24,8 +24,19 @@ import { sqlString as quote } from "../../util/sql-string.js";
 /** `{dataset}`, `{index}` or `{name@from-to}` (with its own block window) in a statement's text. */
 export const PLACEHOLDER = /\{([a-z][a-z0-9_]*)(?:@(\d{1,15})-(\d{1,15}))?\}/g;
 
-/** Counts the files a statement reads (and lists them, when `paths` is given). */
-export type FilesRead = { files: number; paths?: string[] };
+/**
+ * Counts the files a statement reads (and lists them, when `paths` is given); `lists`: each
+ * relation's files, bound as the statement's parameters `$files_<i>` (fileListParams).
+ */
+export type FilesRead = { files: number; paths?: string[]; lists?: string[][] };
+
+/**
+ * The file lists of a statement as its parameters. The text names them (`read_parquet($files_0)`)
+ * instead of embedding the paths, so one prepared statement serves every key and every state of
+ * the files: with the paths in the text, each new wallet or hash (its key-range part, the files
+ * its key filters admit) was a new statement to prepare (BENCHMARKS.md "fifth figures").
+ */
+export const fileListParam = (i: number) => `files_${i}`;
 
 /** `filters`: the key filters loaded so far, by file (key-filters.ts); a run without one is read. */
 export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string, KeyFilter>) {
@@ -47,9 +58,7 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 			if ((RANK_TABLES as readonly string[]).includes(name)) {
 				// The holder ranks (store/holder-ranks.ts); callers ask snapshot.ranks() whether to use them.
 				const files = rankFiles(dataDir, manifest, name as RankTable);
-				read.files += files.length;
-				read.paths?.push(...files);
-				if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
+				if (files.length > 0) return readFiles(files, read);
 				return `(SELECT ${Object.entries(RANK_COLUMNS)
 					.map(([c, type]) => `NULL::${type} AS "${c}"`)
 					.join(", ")} WHERE false)`;
@@ -57,9 +66,7 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 			if (name in METADATA_TABLES) {
 				const table = METADATA_TABLES[name as MetadataTable];
 				const files = metadataFiles(dataDir, manifest, name as MetadataTable);
-				read.files += files.length;
-				read.paths?.push(...files);
-				if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
+				if (files.length > 0) return readFiles(files, read);
 				return `(SELECT ${Object.entries(table.columns)
 					.map(([c, type]) => `NULL::${type} AS "${c}"`)
 					.join(", ")} WHERE false)`;
@@ -81,9 +88,7 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 								)
 						: []
 					: listedFiles(dataDir, manifest, name as DatasetName, window);
-			read.files += files.length;
-			read.paths?.push(...files);
-			if (files.length > 0) return `read_parquet([${files.map(quote).join(", ")}])`;
+			if (files.length > 0) return readFiles(files, read);
 			const source = ghost ? "blocks" : (index?.source ?? (name as DatasetName));
 			const own: Record<string, string> | undefined = index && "columns" in index ? index.columns : undefined;
 			const typed = own
@@ -96,4 +101,13 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 			return `(SELECT ${columns.join(", ")} WHERE false)`;
 		});
 	return expand;
+}
+
+/** `read_parquet` over `files`: a parameter where the runner binds lists (`read.lists`), else the paths in the text. */
+function readFiles(files: string[], read: FilesRead): string {
+	read.files += files.length;
+	read.paths?.push(...files);
+	if (!read.lists) return `read_parquet([${files.map(quote).join(", ")}])`;
+	read.lists.push(files);
+	return `read_parquet($${fileListParam(read.lists.length - 1)})`;
 }

@@ -4,14 +4,14 @@
  * interrupted past the time budget. Apart from the store's set-up because this is the one path
  * every query takes, and its order of steps is what keeps the budget and the snapshot's files safe.
  */
-import type { DuckDBPreparedStatement } from "@duckdb/node-api";
+import { type DuckDBPreparedStatement, listValue } from "@duckdb/node-api";
 import type { Manifest } from "../../store/format/records.js";
 import { QueryTimeoutError } from "../query-timeout-error.js";
 import { UnavailableError } from "../unavailable-error.js";
 import type { ConnectionPool } from "./connection-pool.js";
 import type { FileHealth } from "./file-health.js";
 import type { KeyFilters } from "./key-filters.js";
-import type { placeholderExpander } from "./placeholder-expander.js";
+import { fileListParam, type placeholderExpander } from "./placeholder-expander.js";
 import type { Params, Row } from "./store.js";
 import type { StoreOptions } from "./store-options.js";
 
@@ -48,7 +48,7 @@ export function queryRunner(parts: {
 	const { damagedFiles, damagedError, damageBehind } = health;
 	const run: RunQuery = async (manifest, sql, params, budget, window, key) => {
 		if (key !== undefined) await loadFilters(filtersOf(manifest, sql, window));
-		const read = { files: 0, paths: [] as string[] };
+		const read = { files: 0, paths: [] as string[], lists: [] as string[][] };
 		const text = expand(manifest, sql, window, key, read);
 		// A file known damaged: say so at once (DuckDB would fail on it, or read what is left).
 		if (manifest && (health.damagedOf(manifest.chain)?.size ?? 0) > 0) {
@@ -95,7 +95,7 @@ export function queryRunner(parts: {
 			if (!stmt) {
 				stmt = await c.conn.prepare(text);
 				c.prepared.set(text, stmt);
-				// The text embeds the file list, so appended ranges retire old statements.
+				// (The file lists are parameters: a statement's text is its shape, few per route.)
 				if (c.prepared.size > MAX_PREPARED) {
 					const [oldest, old] = c.prepared.entries().next().value as [string, DuckDBPreparedStatement];
 					old.destroySync();
@@ -103,7 +103,11 @@ export function queryRunner(parts: {
 				}
 			}
 			stmt.clearBindings();
-			if (Object.keys(params).length > 0) stmt.bind(params);
+			const bound: Params = { ...params };
+			read.lists.forEach((files, i) => {
+				bound[fileListParam(i)] = listValue(files);
+			});
+			if (Object.keys(bound).length > 0) stmt.bind(bound);
 			const reader = await stmt.runAndReadAll();
 			return reader.getRowObjectsJS() as Row[];
 		} catch (err) {

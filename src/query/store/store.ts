@@ -8,10 +8,14 @@ import type { DatasetName } from "../../extract/rows.js";
 import type { IndexName } from "../../store/format/indexes.js";
 import type { ChunkEntry, Manifest, RankEntry } from "../../store/format/records.js";
 import type { DamagedFile } from "../damaged-data-error.js";
-import type { BlockStamp } from "./block-stamps.js";
 
 export type Row = Record<string, unknown>;
 export type Params = Record<string, DuckDBValue>;
+/** A block's hash and timestamp (Snapshot.blockStamps). */
+export interface BlockStamp {
+	hash: string;
+	timestamp: bigint;
+}
 
 export interface Store {
 	/** Chains with data, as `eip155-<n>` (a listing of the data folder at most a second old). */
