@@ -121,82 +121,86 @@ let pgServer: Awaited<ReturnType<typeof startPostgres>> | null = null;
 if (!values["no-postgres"]) {
 	await assertPortFree(Number(values.port) + 1, "PostgreSQL, the service's port + 1");
 	pgServer = await startPostgres(Number(values.port) + 1);
-	try {
+}
+const http: Record<string, Latency> = {};
+try {
+	if (pgServer) {
 		const loaded = await pgServer.load(dataDir, chain.id);
 		report.postgres = loaded;
 		say(
 			`postgres: loaded ${PG_TABLES.join(", ")} in ${loaded.seconds.toFixed(1)} s, ${(loaded.bytes / 2 ** 20).toFixed(0)} MiB with indexes`,
 		);
-	} catch (err) {
-		pgServer.stop();
-		throw err;
 	}
+	// 4. HTTP, in a separate service process (each case's PostgreSQL figure right after it).
+	await measureHttp();
+} finally {
+	pgServer?.stop();
 }
 
-// 4. HTTP, in a separate service process (each case's PostgreSQL figure right after it).
-const http: Record<string, Latency> = {};
-const service = await startService(dataDir, Number(values.port), KEY);
-const headers = { authorization: `Bearer ${KEY}` };
-try {
-	for (const [i, c] of cases.entries()) {
-		const url = `${service.base}/${chain.id}/v1${c.path}`;
-		http[c.name] = await timeCalls(async () => {
-			const res = await fetch(url, { headers });
-			await res.arrayBuffer();
-			if (res.status !== 200 && !(res.status === 404 && c.name.includes("missing"))) {
-				throw new Error(`${c.name}: HTTP ${res.status} for ${url}`);
-			}
-		}, n);
-		const pg = pgServer;
-		if (pg)
-			pgLatency[c.name] = await timeCalls(
-				() => pg.client.query({ name: `q${i}`, text: c.pg.text, values: c.pg.values }),
-				n,
-			);
+/** Every case over HTTP (and right after it in PostgreSQL, if loaded), then the two loads. */
+async function measureHttp(): Promise<void> {
+	const service = await startService(dataDir, Number(values.port), KEY);
+	const headers = { authorization: `Bearer ${KEY}` };
+	try {
+		for (const [i, c] of cases.entries()) {
+			const url = `${service.base}/${chain.id}/v1${c.path}`;
+			http[c.name] = await timeCalls(async () => {
+				const res = await fetch(url, { headers });
+				await res.arrayBuffer();
+				if (res.status !== 200 && !(res.status === 404 && c.name.includes("missing"))) {
+					throw new Error(`${c.name}: HTTP ${res.status} for ${url}`);
+				}
+			}, n);
+			const pg = pgServer;
+			if (pg)
+				pgLatency[c.name] = await timeCalls(
+					() => pg.client.query({ name: `q${i}`, text: c.pg.text, values: c.pg.values }),
+					n,
+				);
+		}
+		// The load test's mix (scripts/load): a seeded random pick per request over every target, so
+		// connections do not ask the same question in lockstep.
+		const mixed = await runLoad({
+			base: service.base,
+			key: KEY,
+			paths: mixedPaths(targets).map((p) => `/${chain.id}/v1${p}`),
+			connections: Number(values.connections),
+			seconds: Number(values.duration),
+			pid: service.pid,
+		});
+		report.throughput = {
+			connections: mixed.connections,
+			seconds: mixed.seconds,
+			requestsPerSecond: mixed.requestsPerSecond,
+			requests: mixed.requests,
+			errors: mixed.errors + mixed.timeouts,
+			non2xx: mixed.non2xx,
+			latencyP50: mixed.latencyMs.p50,
+			latencyP99: mixed.latencyMs.p99,
+		};
+		// The same at keys sampled from the files (scripts/bench/random-keys.ts), each asked about once.
+		const random = await runLoad({
+			base: service.base,
+			key: KEY,
+			paths: randomPaths.map((p) => `/${chain.id}/v1${p}`),
+			connections: Number(values.connections),
+			seconds: Number(values.duration),
+			pid: service.pid,
+		});
+		report.throughputRandomKeys = {
+			keys: randomPaths.length,
+			requestsPerSecond: random.requestsPerSecond,
+			requests: random.requests,
+			errors: random.errors + random.timeouts,
+			non2xx: random.non2xx,
+			statuses: random.statuses,
+			latencyP50: random.latencyMs.p50,
+			latencyP99: random.latencyMs.p99,
+		};
+		report.serviceRssPeakBytes = service.peakRss();
+	} finally {
+		await service.stop();
 	}
-	// The load test's mix (scripts/load): a seeded random pick per request over every target, so
-	// connections do not ask the same question in lockstep.
-	const mixed = await runLoad({
-		base: service.base,
-		key: KEY,
-		paths: mixedPaths(targets).map((p) => `/${chain.id}/v1${p}`),
-		connections: Number(values.connections),
-		seconds: Number(values.duration),
-		pid: service.pid,
-	});
-	report.throughput = {
-		connections: mixed.connections,
-		seconds: mixed.seconds,
-		requestsPerSecond: mixed.requestsPerSecond,
-		requests: mixed.requests,
-		errors: mixed.errors + mixed.timeouts,
-		non2xx: mixed.non2xx,
-		latencyP50: mixed.latencyMs.p50,
-		latencyP99: mixed.latencyMs.p99,
-	};
-	// The same at keys sampled from the files (scripts/bench/random-keys.ts), each asked about once.
-	const random = await runLoad({
-		base: service.base,
-		key: KEY,
-		paths: randomPaths.map((p) => `/${chain.id}/v1${p}`),
-		connections: Number(values.connections),
-		seconds: Number(values.duration),
-		pid: service.pid,
-	});
-	report.throughputRandomKeys = {
-		keys: randomPaths.length,
-		requestsPerSecond: random.requestsPerSecond,
-		requests: random.requests,
-		errors: random.errors + random.timeouts,
-		non2xx: random.non2xx,
-		statuses: random.statuses,
-		latencyP50: random.latencyMs.p50,
-		latencyP99: random.latencyMs.p99,
-	};
-	report.serviceRssPeakBytes = service.peakRss();
-} finally {
-	await service.stop();
-	pgServer?.stop();
 }
 
 // 5. Backfill against fetch-only.

@@ -7,6 +7,7 @@ import {
 } from "../store/format/address-records.js";
 import { INDEXES, type IndexName } from "../store/format/indexes.js";
 import { sideConditions } from "./conditions.js";
+import { DamagedDataError } from "./damaged-data-error.js";
 import type { IndexSource } from "./list.js";
 import { addressRecordDecoder } from "./records-decode.js";
 import type { Params, Row, Snapshot } from "./store/store.js";
@@ -35,7 +36,11 @@ export async function fillBlockStamps(rows: Row[], db: Snapshot): Promise<void> 
 	const stamps = await db.blockStamps(bare.map((r) => Number(r.block_number)));
 	for (const r of bare) {
 		const s = stamps.get(Number(r.block_number));
-		if (!s) throw new Error(`block ${r.block_number} of a wallet row is missing from the blocks files of ${db.chain}`);
+		if (!s)
+			throw new DamagedDataError(
+				"DATA_DAMAGED",
+				`block ${r.block_number} of a wallet's rows is missing from the blocks files of ${db.chain}: run \`npm run verify\` on the data folder`,
+			);
 		r.block_hash = s.hash;
 		r.block_timestamp = s.timestamp;
 	}
@@ -95,7 +100,9 @@ export function recordsSource(name: AddressRecordsKind, where: readonly string[]
 	const layout = ADDRESS_LAYOUTS[name];
 	const text = where.join(" AND ");
 	const stored = Object.keys(INDEXES[name].columns);
-	const named = layout.record.some((f) => !stored.includes(f) && new RegExp(`\\b${f}\\b`).test(text));
+	// (Parameters such as `$caller` are no field: left out before looking.)
+	const unbound = text.replace(/\$\w+/g, "");
+	const named = layout.record.some((f) => !stored.includes(f) && new RegExp(`\\b${f}\\b`).test(unbound));
 	return {
 		name,
 		...(named ? { from: recordRelationSql(layout, `{${name}}`) } : {}),

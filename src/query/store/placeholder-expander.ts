@@ -26,7 +26,7 @@ export const PLACEHOLDER = /\{([a-z][a-z0-9_]*)(?:@(\d{1,15})-(\d{1,15}))?\}/g;
 
 /**
  * Counts the files a statement reads (and lists them, when `paths` is given); `lists`: each
- * relation's files, bound as the statement's parameters `$files_<i>` (fileListParams).
+ * relation's files, bound as the statement's parameters `$files_<i>` (fileListParam).
  */
 export type FilesRead = { files: number; paths?: string[]; lists?: string[][] };
 
