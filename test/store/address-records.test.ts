@@ -53,8 +53,8 @@ const select = (sql: string) => rowsOf(db, sql);
 const json = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? x.toString() : x));
 
 /** Wallets to ask about: the busiest and a few quiet ones, with a counterparty and a token each. */
-const BUSIEST = 3;
-const QUIET = 3;
+const BUSIEST = 2;
+const QUIET = 2;
 let wallets: { address: string; counterparty: string; contract: string | null; origin: string }[];
 /** Callers of contract creations (factories and deployers), each with an origin of one of its creations. */
 let callers: { caller: string; origin: string }[];
