@@ -12,11 +12,12 @@ import type { IndexSource } from "./list.js";
 import { addressRecordDecoder } from "./records-decode.js";
 import type { Params, Row, Snapshot } from "./store/store.js";
 
+/** The datasets a wallet's pages list (its creations are read by caller: recordsSource). */
+type WalletDataset = Exclude<AddressDataset, "contract_creations">;
 /**
  * The by-address index kinds of each dataset, newest first: the wallet records, the records
  * that held every field, the whole rows.
  */
-type WalletDataset = Exclude<AddressDataset, "contract_creations">;
 const KINDS: Record<
 	WalletDataset,
 	readonly [wallet: AddressRecordsKind, records: AddressRecordsKind, rows: IndexName]
@@ -45,6 +46,7 @@ export async function fillBlockStamps(rows: Row[], db: Snapshot): Promise<void> 
 		r.block_timestamp = s.timestamp;
 	}
 }
+
 /** The dataset's two sides (sender and recipient, from and to). */
 const SIDES: Record<WalletDataset, readonly [string, string]> = {
 	transfers: ["sender", "recipient"],
