@@ -1,6 +1,6 @@
 /**
  * The one module that talks to DuckDB for the API. Reads the Parquet files in place (no import
- * step): each `{dataset}` in a statement becomes `read_parquet([...])` over the files the chain's
+ * step): each `{dataset}` in a statement becomes `read_parquet($files_i)` over the files the chain's
  * manifest lists, so ranges a backfill appends are seen by the next query and a crashed run's
  * leftovers never are. Prepared statements are cached per connection, the file lists bound as
  * their parameters.

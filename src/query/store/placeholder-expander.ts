@@ -1,7 +1,7 @@
 /**
  * Turns a statement's placeholders (`{transfers}`, `{transfers_by_address}`, `{erc20_ranks}`,
- * `{token_metadata}`, `{name@from-to}`) into the files a manifest lists: the one place SQL text is
- * built from paths. Apart from the runner (run-query.ts) because what a placeholder reads (windows,
+ * `{token_metadata}`, `{name@from-to}`) into the files a manifest lists, as `read_parquet` over a
+ * bound list of paths: the one place a statement's files are chosen. Apart from the runner (run-query.ts) because what a placeholder reads (windows,
  * key filters, key-range parts, typed empty relations) grows with each new kind of file.
  */
 import { DATASETS, type DatasetName } from "../../extract/rows.js";
@@ -19,7 +19,6 @@ import { SCHEMAS } from "../../store/format/schema.js";
 import { RANK_COLUMNS } from "../../store/holdings/holder-ranks.js";
 import type { KeyFilter } from "../../store/indexes/key-filter.js";
 import { indexFiles } from "../../store/indexes/listing.js";
-import { sqlString as quote } from "../../util/sql-string.js";
 
 /** `{dataset}`, `{index}` or `{name@from-to}` (with its own block window) in a statement's text. */
 export const PLACEHOLDER = /\{([a-z][a-z0-9_]*)(?:@(\d{1,15})-(\d{1,15}))?\}/g;
@@ -28,7 +27,7 @@ export const PLACEHOLDER = /\{([a-z][a-z0-9_]*)(?:@(\d{1,15})-(\d{1,15}))?\}/g;
  * Counts the files a statement reads (and lists them, when `paths` is given); `lists`: each
  * relation's files, bound as the statement's parameters `$files_<i>` (fileListParam).
  */
-export type FilesRead = { files: number; paths?: string[]; lists?: string[][] };
+export type FilesRead = { files: number; paths?: string[]; lists: string[][] };
 
 /**
  * The file lists of a statement as its parameters. The text names them (`read_parquet($files_0)`)
@@ -103,11 +102,10 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 	return expand;
 }
 
-/** `read_parquet` over `files`: a parameter where the runner binds lists (`read.lists`), else the paths in the text. */
+/** `read_parquet` over `files`, named by the parameter the runner binds them to (`read.lists`). */
 function readFiles(files: string[], read: FilesRead): string {
 	read.files += files.length;
 	read.paths?.push(...files);
-	if (!read.lists) return `read_parquet([${files.map(quote).join(", ")}])`;
 	read.lists.push(files);
 	return `read_parquet($${fileListParam(read.lists.length - 1)})`;
 }

@@ -2,11 +2,11 @@ import { TX_RECORD_FIELDS } from "./lookup-records.js";
 import { SCHEMAS } from "./schema.js";
 
 /**
- * By-address records: a wallet's rows (its transfers, its transactions, the contracts it created) as `address, id,
- * block_number`, a few filter columns (FILTER_COLUMNS) and `record`, the row's other fields
- * pre-encoded as one JSON array, sorted by address and id (indexes.ts `wallet_transfers`,
- * `wallet_transactions`, `wallet_creations`). A wallet's page reads `id, block_number`, the filter columns and
- * `record` of the row group(s) holding it instead of 15 or 25 columns: measured on M's newest
+ * By-address records: a wallet's rows (its transfers, its transactions, the contracts it created)
+ * as `address, id, block_number`, a few filter columns (FILTER_COLUMNS) and `record`, the row's
+ * fields pre-encoded as one JSON array, sorted by address and id (indexes.ts `wallet_transfers`,
+ * `wallet_transactions`, `wallet_creations`). A wallet's page reads `id, block_number, record` of
+ * the row group(s) holding it instead of 15 or 25 columns: measured on M's newest
  * by-address part (issue 26, BENCHMARKS.md "third figures"), a quiet wallet's lookup 1.77-1.89 ms
  * in groups of 2,048 against 5.2-5.7 for the 15 columns in groups of 4,096.
  * `block_number` stays a column: a page's windows prune on it; `id` too: pages sort and resume on it.

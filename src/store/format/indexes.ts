@@ -1,5 +1,10 @@
 import type { DatasetName } from "../../extract/rows.js";
-import { ADDRESS_LAYOUTS, addressRecordColumns, addressRecordsSql } from "./address-records.js";
+import {
+	ADDRESS_LAYOUTS,
+	type AddressRecordsKind,
+	addressRecordColumns,
+	addressRecordsSql,
+} from "./address-records.js";
 import {
 	deltaColumns,
 	deltasSql,
@@ -99,63 +104,57 @@ const BY_ADDRESS_ROWS_GROUP_SIZE = 4_096;
 const bySides = (a: string, b: string) => (src: string) =>
 	`SELECT ${a} AS address, * FROM ${src} WHERE ${a} IS NOT NULL UNION ALL SELECT ${b} AS address, * FROM ${src} WHERE ${b} IS NOT NULL AND ${b} IS DISTINCT FROM ${a}`;
 
+/** A by-address records kind (address-records.ts) over `sides`: one, or two (the second kept only where it differs). */
+const addressRecords = (kind: AddressRecordsKind, sides: readonly [string, string?], doc: string) => {
+	const layout = ADDRESS_LAYOUTS[kind];
+	return {
+		source: layout.dataset,
+		select: addressRecordsSql(layout, sides),
+		sortKey: "address, id",
+		key: "address" as const,
+		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
+		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
+		columns: addressRecordColumns(layout.dataset),
+		doc,
+	};
+};
+
 export const INDEXES = {
 	// A wallet's pages: by-address records (address-records.ts), without the block's fields.
-	wallet_transfers: {
-		source: "transfers",
-		select: addressRecordsSql(ADDRESS_LAYOUTS.wallet_transfers, ["sender", "recipient"]),
-		sortKey: "address, id",
-		key: "address",
-		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
-		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
-		columns: addressRecordColumns("transfers"),
-		doc: `every transfer once per address it involves (\`address\` = sender, then recipient if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self), the columns a page filters on (\`asset_type\`, \`token_standard\`, \`contract\`) and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_transfers.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
-	},
-	wallet_transactions: {
-		source: "transactions",
-		select: addressRecordsSql(ADDRESS_LAYOUTS.wallet_transactions, ["from_address", "to_address"]),
-		sortKey: "address, id",
-		key: "address",
-		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
-		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
-		columns: addressRecordColumns("transactions"),
-		doc: `every transaction once per address it involves (\`address\` = from_address, then to_address if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self) and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_transactions.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
-	},
+	wallet_transfers: addressRecords(
+		"wallet_transfers",
+		["sender", "recipient"],
+		`every transfer once per address it involves (\`address\` = sender, then recipient if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self), the columns a page filters on (\`asset_type\`, \`token_standard\`, \`contract\`) and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_transfers.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
+	),
+	wallet_transactions: addressRecords(
+		"wallet_transactions",
+		["from_address", "to_address"],
+		`every transaction once per address it involves (\`address\` = from_address, then to_address if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self) and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_transactions.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
+	),
 	// A caller's contract creations (a factory's): `/contracts/creates?caller=` read the dataset,
 	// 13 columns of every row group, 8-10 ms at M for a median factory (BENCHMARKS.md "fifth figures").
-	wallet_creations: {
-		source: "contract_creations",
-		select: addressRecordsSql(ADDRESS_LAYOUTS.wallet_creations, ["caller"]),
-		sortKey: "address, id",
-		key: "address",
-		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
-		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
-		columns: addressRecordColumns("contract_creations"),
-		doc: `every contract creation by its caller (\`address\`) with its \`id\`, \`block_number\` and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_creations.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
-	},
+	wallet_creations: addressRecords(
+		"wallet_creations",
+		["caller"],
+		`every contract creation by its caller (\`address\`) with its \`id\`, \`block_number\` and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_creations.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
+	),
 	// Their predecessors: still read in folders that have them for every chunk, until reindex
 	// replaces them. First records holding every field, then whole rows.
 	transfer_records_by_address: {
-		source: "transfers",
-		select: addressRecordsSql(ADDRESS_LAYOUTS.transfer_records_by_address, ["sender", "recipient"]),
-		sortKey: "address, id",
-		key: "address",
-		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
-		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
-		columns: addressRecordColumns("transfers"),
+		...addressRecords(
+			"transfer_records_by_address",
+			["sender", "recipient"],
+			"(replaced by wallet_transfers; written before it) as `wallet_transfers`, its record holding the block's hash and timestamp too",
+		),
 		replacedBy: "wallet_transfers",
-		doc: "(replaced by wallet_transfers; written before it) as `wallet_transfers`, its record holding the block's hash and timestamp too",
 	},
 	transaction_records_by_address: {
-		source: "transactions",
-		select: addressRecordsSql(ADDRESS_LAYOUTS.transaction_records_by_address, ["from_address", "to_address"]),
-		sortKey: "address, id",
-		key: "address",
-		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
-		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
-		columns: addressRecordColumns("transactions"),
+		...addressRecords(
+			"transaction_records_by_address",
+			["from_address", "to_address"],
+			"(replaced by wallet_transactions; written before it) as `wallet_transactions`, its record holding the block's hash and timestamp too",
+		),
 		replacedBy: "wallet_transactions",
-		doc: "(replaced by wallet_transactions; written before it) as `wallet_transactions`, its record holding the block's hash and timestamp too",
 	},
 	transfers_by_address: {
 		source: "transfers",
