@@ -47,7 +47,7 @@ export default defineConfig({
 		env: tmp ? { TMPDIR: tmp } : {},
 		// Names the file of a worker that died (Vitest does not): test/setup/worker-deaths.ts; the
 		// scripts the tests start, as JavaScript: test/setup/compiled-scripts.ts.
-		globalSetup: ["test/setup/worker-deaths.ts", "test/setup/compiled-scripts.ts"],
+		globalSetup: ["test/setup/worker-deaths.ts", "test/setup/compiled-scripts.ts", "test/setup/workload-template.ts"],
 		setupFiles: ["test/setup/file-journal.ts"],
 		// Each file's heap in the report: a file that grows toward the limit shows before it aborts.
 		logHeapUsage: true,

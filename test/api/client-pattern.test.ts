@@ -22,7 +22,7 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import type { ExpectedTransfer } from "../../src/workload/types.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
-import { type ApiFixture, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
+import { type NodeApiFixture, startApiOnNode, TEST_KEY } from "../helpers/api.js";
 import { nodeCall, receiptBlock } from "../helpers/node-rpc.js";
 
 type Item = Record<string, unknown>;
@@ -39,14 +39,14 @@ const EXTRA_SENDER = "0x9965507d1a55bcc2695c58ba16fb37d819b0a4dc";
 const BASIC = `Basic ${Buffer.from(`${TEST_KEY}:`).toString("base64")}`;
 const AXIOS_ACCEPT = "application/json, text/plain, */*";
 
-let f: ApiFixture;
+let f: NodeApiFixture;
 let origin: string;
 let base: string;
 let head: number;
 const nodeBlocks: Block[] = [];
 
 beforeAll(async () => {
-	f = await startApiOnWorkload();
+	f = await startApiOnNode();
 	await f.app.listen({ host: "127.0.0.1", port: 0 });
 	const { port } = f.app.server.address() as AddressInfo;
 	origin = `http://127.0.0.1:${port}`;

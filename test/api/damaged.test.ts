@@ -7,7 +7,7 @@ import { createStore } from "../../src/query/store/create-store.js";
 import { partitionFileName } from "../../src/store/format/layout.js";
 import type { ChunkEntry, Manifest } from "../../src/store/format/records.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
-import { type ApiFixture, AUTH, startApiOnWorkload, TEST_KEY } from "../helpers/api.js";
+import { AUTH, type NodeApiFixture, startApiOnNode, TEST_KEY } from "../helpers/api.js";
 
 /**
  * A listed file missing or cut short is never a 500: requests reading it answer 503 DATA_DAMAGED
@@ -16,7 +16,7 @@ import { type ApiFixture, AUTH, startApiOnWorkload, TEST_KEY } from "../helpers/
  * is a 503 MANIFEST_DAMAGED, not "no blocks stored yet".
  */
 const TRANSFER = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
-let api: ApiFixture;
+let api: NodeApiFixture;
 let V1: string;
 const manifestFile = () => join(api.dataDir, api.chain, "_manifest.json");
 const manifest = () => JSON.parse(readFileSync(manifestFile(), "utf8")) as Manifest;
@@ -29,7 +29,7 @@ const events = (a: number, b: number) =>
 const leaks = /\.parquet|_manifest|read_parquet|SELECT|\/tmp\/|chainlake-api-/;
 
 beforeAll(async () => {
-	api = await startApiOnWorkload();
+	api = await startApiOnNode();
 	V1 = `/${api.chain}/v1`;
 }, 120_000);
 afterAll(async () => {

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ExpectedCreation, ExpectedTransfer, WorkloadTx } from "../../src/workload/types.js";
 import { parseCsv } from "../fixtures/mainnet.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
-import { type ApiFixture, AUTH, startApiOnWorkload } from "../helpers/api.js";
+import { AUTH, type NodeApiFixture, startApiOnNode } from "../helpers/api.js";
 
 type Item = Record<string, unknown>;
 interface Envelope {
@@ -33,7 +33,7 @@ const EXTRA_SENDER = "0x9965507d1a55bcc2695c58ba16fb37d819b0a4dc" as Address;
 const LOG0_INIT_CODE = "0x61abcd60005260206000a000";
 const ID = /^[0-9a-f]{16}-[0-9a-f]{4}-[0-9a-f]{8}$/;
 
-let f: ApiFixture;
+let f: NodeApiFixture;
 let v1: string;
 let head: number;
 const nodeBlocks: Block[] = [];
@@ -55,7 +55,7 @@ async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T
 }
 
 beforeAll(async () => {
-	f = await startApiOnWorkload();
+	f = await startApiOnNode();
 	v1 = `/${f.chain}/v1`;
 	const node = createPublicClient({ transport: http(f.anvil.url) });
 

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { backfillInto } from "../helpers/anvil-chain.js";
-import { type ApiFixture, startApiOnWorkload } from "../helpers/api.js";
+import { type ApiFixture, type NodeApiFixture, startApiOnNode, startApiOnWorkload } from "../helpers/api.js";
 
 type Item = Record<string, unknown>;
 interface Envelope {
@@ -33,7 +33,7 @@ const qs = (q: Record<string, string | number | undefined>) =>
 		.map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`)
 		.join("&");
 
-async function page(f: ApiFixture, c: ListCase, extra: Record<string, string | number | undefined>) {
+async function page(f: ApiFixture | NodeApiFixture, c: ListCase, extra: Record<string, string | number | undefined>) {
 	const url = `${c.path}?${qs({ ...c.query, ...extra })}`;
 	const res = await f.get(url);
 	expect(res.status, `${url}: ${res.raw.slice(0, 300)}`).toBe(200);
@@ -43,7 +43,7 @@ async function page(f: ApiFixture, c: ListCase, extra: Record<string, string | n
 }
 
 /** Pages through a list one request at a time; `next()` fetches one page, `rest()` the others. */
-function walker(f: ApiFixture, c: ListCase, limit: number, order: "asc" | "desc") {
+function walker(f: ApiFixture | NodeApiFixture, c: ListCase, limit: number, order: "asc" | "desc") {
 	const items: Item[] = [];
 	const envelopes: Envelope[] = [];
 	let offset: string | undefined;
@@ -252,10 +252,10 @@ describe("walking next_offset on every list endpoint", () => {
 });
 
 describe("new blocks land between pages (range ending at latest)", () => {
-	let f: ApiFixture;
+	let f: NodeApiFixture;
 
 	beforeAll(async () => {
-		f = await startApiOnWorkload();
+		f = await startApiOnNode();
 	});
 	afterAll(async () => {
 		await f?.close();

@@ -1,0 +1,36 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startAnvil } from "../../src/workload/anvil.js";
+import { runWorkload } from "../../src/workload/run.js";
+import { backfillInto } from "../helpers/anvil-chain.js";
+
+/**
+ * Global setup: the Solidity workload run once on anvil and backfilled once (chain 31337,
+ * 8-block partitions, no Delta Lake logs), kept as a template folder with the workload's result
+ * beside it. The API tests that only read that chain (test/helpers/api.ts startApiOnWorkload)
+ * each copy it instead of running anvil, the workload and the backfill again: about 2.5 s of a
+ * shared core each, in some twenty files. Tests that talk to the node afterwards start their own
+ * (startApiOnNode).
+ */
+export const WORKLOAD_CHAIN = 31337;
+export const TEMPLATE_ENV = "CHAINLAKE_TEST_WORKLOAD";
+/** The workload's result beside the template's data (bigints written as `{"$big": "..."}`). */
+export const WORK_FILE = "work.json";
+
+export default async function setup() {
+	const dir = mkdtempSync(join(tmpdir(), "chainlake-workload-"));
+	const anvil = await startAnvil({ chainId: WORKLOAD_CHAIN });
+	try {
+		const work = await runWorkload({ rpcUrl: anvil.url });
+		await backfillInto(join(dir, "data"), anvil.url, WORKLOAD_CHAIN, { partitionSize: 8, lake: { delta: false } });
+		writeFileSync(
+			join(dir, WORK_FILE),
+			JSON.stringify(work, (_k, v) => (typeof v === "bigint" ? { $big: v.toString() } : v)),
+		);
+	} finally {
+		await anvil.stop();
+	}
+	process.env[TEMPLATE_ENV] = dir;
+	return () => rmSync(dir, { recursive: true, force: true });
+}
