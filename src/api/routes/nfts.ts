@@ -146,7 +146,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 							token_id: h.tokenId,
 							owner: h.holder,
 							amount: h.amount.toString(),
-							transfer: { ...arrivalOf(a, h), owner: h.holder, from: a?.sender ?? null, to: h.holder },
+							transfer: Object.assign(arrivalOf(a, h), { owner: h.holder, from: a?.sender ?? null, to: h.holder }),
 							metadata: content.get(`${contract}:${h.tokenId}`) ?? null,
 							sale_price: NO_PRICE,
 						};

@@ -68,7 +68,7 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 			const { tx, logs } = found;
 			immutableUpTo(reply, Number(tx.block_number));
 			const calls = db.hasDataset("traces") ? await callsOfTransaction(db, tx, includeFailed) : [];
-			return { ...transactionRecord(tx), logs: [...calls.map(internalCallRecord), ...logs.map(logRecord)] };
+			return Object.assign(transactionRecord(tx), { logs: [...calls.map(internalCallRecord), ...logs.map(logRecord)] });
 		},
 	);
 }
