@@ -11,7 +11,7 @@ import { backfillInto } from "../helpers/anvil-chain.js";
  * beside it. The API tests that only read that chain (test/helpers/api.ts startApiOnWorkload)
  * each copy it instead of running anvil, the workload and the backfill again (test/api and the
  * examples, 17 files: 243 -> 229 s of CPU, docs/testing.md). Tests that talk to the node
- * afterwards start their own (startApiOnNode). Every vitest run builds it, about 1.5 s before the
+ * afterwards start their own (startApiOnNode). Every vitest run builds it, 2.3-2.7 s before the
  * first file starts.
  */
 export const WORKLOAD_CHAIN = 31337;
