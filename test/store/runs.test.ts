@@ -251,6 +251,69 @@ describe("merged index runs", () => {
 		expect(await allIds(repaired, page)).toEqual(await allIds(whole, page));
 	}, 240_000);
 
+	it("reindex --whole-history merges each index's settled history into one run, every answer unchanged", async () => {
+		const dir = join(root, "whole-history");
+		await cp(join(root, "merged"), dir, { recursive: true });
+		const before = await manifestOf(dir);
+		const settled = settledChunks(before);
+		const [first, last] = [settled[0], settled.at(-1)];
+		if (!first || !last) throw new Error("no settled chunks");
+		const r = await runScript("reindex.ts", ["--data-dir", dir, "--whole-history", "--delta", "off"]);
+		expect(r.code, r.stderr).toBe(0);
+		const after = await manifestOf(dir);
+		// Every kind written (replaced kinds are only read): one run over the whole settled history,
+		// no settled chunk listing its own file of it; the unsettled tail keeps its own files.
+		for (const index of INDEX_NAMES.filter((i) => !REPLACED.some(([old]) => old === i))) {
+			const runs = (after.runs ?? []).filter((x) => x.index === index);
+			expect(
+				runs.map((x) => [x.from, x.to]),
+				index,
+			).toEqual([[first.from, last.to]]);
+			expect(runs[0]?.chunks, index).toBe(settled.reduce((n, c) => n + partitionsOf(after, c), 0));
+			expect(settledChunks(after).filter((c) => c.indexes?.includes(index))).toEqual([]);
+		}
+		// The run's files exist and read whole; a second run has nothing left to merge.
+		expect((await runScript("verify.ts", ["--data-dir", dir])).code).toBe(0);
+		await reindexChain(dir, { id: `eip155-${CHAIN}`, number: CHAIN }, undefined, undefined, undefined, {}, true);
+		expect((await manifestOf(dir)).runs).toEqual(after.runs);
+
+		const merged = await serve(join(root, "merged"));
+		const whole = await serve(dir);
+		const raw = (apps.at(-1) as { app: FastifyInstance }).app;
+		const rawMerged = (apps.at(-2) as { app: FastifyInstance }).app;
+		const views = await openViews(dir, CHAIN);
+		try {
+			const wallets = (
+				await views.rows(
+					"SELECT DISTINCT a FROM (SELECT sender AS a FROM transfers UNION SELECT recipient FROM transfers) WHERE a IS NOT NULL ORDER BY a",
+				)
+			).map((x) => String(x.a));
+			for (const a of wallets) {
+				for (const path of [
+					`/address/${a}/transfers?asset_type=native,ft,nft&order=desc`,
+					`/address/${a}/txs`,
+					`/contracts/creates?caller=${a}`,
+				])
+					expect(await allIds(whole, path), path).toEqual(await allIds(merged, path));
+				// Balances sum the merged deltas (their own merge: format/indexes.ts).
+				for (const kind of ["tokens", "native"]) {
+					const url = `/balances/eip155-${CHAIN}/v1/addresses/${a}/${kind}`;
+					const headers = { authorization: `Bearer ${KEY}` };
+					const [w, m] = await Promise.all([raw.inject({ url, headers }), rawMerged.inject({ url, headers })]);
+					expect(w.statusCode, `${url}: ${w.body}`).toBe(200);
+					expect(w.json(), url).toEqual(m.json());
+				}
+			}
+			for (const { h } of await views.rows("SELECT transaction_hash AS h FROM transactions")) {
+				const got = await whole(`/txs/${h}`);
+				expect(got.statusCode, String(h)).toBe(200);
+				expect(got.json()).toEqual((await merged(`/txs/${h}`)).json());
+			}
+		} finally {
+			views.close();
+		}
+	}, 240_000);
+
 	it("a follower merges in the background, and a reorg above the runs leaves every answer right", async () => {
 		const dir = join(root, "followed");
 		const logger = createMemoryLogger();

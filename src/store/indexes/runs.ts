@@ -73,8 +73,8 @@ interface Unit {
 	chunk?: ChunkEntry;
 }
 
-/** The next FAN_IN adjacent units of one level to merge for `index`, or null when none is due. */
-export function planMerge(dataDir: string, m: Manifest, index: IndexName): Unit[] | null {
+/** What `index`'s settled history is made of, in block order: its runs and its chunks' own files. */
+function settledUnits(dataDir: string, m: Manifest, index: IndexName): Unit[] {
 	const units: Unit[] = [];
 	const runs = runsOf(m, index);
 	for (const c of settledChunks(m)) {
@@ -93,18 +93,39 @@ export function planMerge(dataDir: string, m: Manifest, index: IndexName): Unit[
 			units.push({ from: c.from, to: c.to, last_hash: c.last_hash, chunks: Number.NaN, path: "", parts: [] });
 		}
 	}
+	return units;
+}
+
+/** Whether `units` can merge into one run: each has index rows, and they follow one another. */
+const mergeable = (units: readonly Unit[]) =>
+	units.every((u, j) => Number.isFinite(u.chunks) && (j === 0 || (units[j - 1] as Unit).to + 1 === u.from));
+
+/** The next FAN_IN adjacent units of one level to merge for `index`, or null when none is due. */
+export function planMerge(dataDir: string, m: Manifest, index: IndexName): Unit[] | null {
+	const units = settledUnits(dataDir, m, index);
 	for (let i = 0; i + FAN_IN <= units.length; i++) {
 		const group = units.slice(i, i + FAN_IN);
 		const lv = level((group[0] as Unit).chunks);
-		if (!group.every((u) => Number.isFinite(u.chunks) && level(u.chunks) === lv)) continue;
-		if (!group.every((u, j) => j === 0 || (group[j - 1] as Unit).to + 1 === u.from)) continue;
+		if (!mergeable(group) || !group.every((u) => level(u.chunks) === lv)) continue;
 		return group;
 	}
 	return null;
 }
 
 /**
- * Merges the next due group of `index` (if any) into one run with its filter, and commits it in
+ * Every settled unit of `index` at once, when there are two or more (`npm run reindex --
+ * --whole-history`): the history a backfill wrote becomes one run, so a quiet wallet's page reads
+ * one file of it instead of one per level (up to FAN_IN - 1 a level are left unmerged by
+ * planMerge). Not a background policy: each new settled chunk would rewrite the whole history.
+ * The run's size need not be a power of FAN_IN; planMerge later treats it as a unit of its level.
+ */
+export function planWholeMerge(dataDir: string, m: Manifest, index: IndexName): Unit[] | null {
+	const units = settledUnits(dataDir, m, index);
+	return units.length >= 2 && mergeable(units) ? units : null;
+}
+
+/**
+ * Merges the next due group of `index` (if any; `plan`) into one run with its filter, and commits it in
  * one manifest save: the run listed, the merged runs and chunk files unlisted. Returns the files
  * that left the manifest (for the caller to delete once no reader needs them), or null if no
  * merge was due.
@@ -116,8 +137,10 @@ export async function mergeStep(
 	index: IndexName,
 	/** Runs the commit (manifest change and save) alone, when other writers share `m` (the follower). */
 	exclusive: <T>(commit: () => Promise<T>) => Promise<T> = (commit) => commit(),
+	/** Which units merge: the next due group (planMerge), or the whole settled history (planWholeMerge). */
+	plan: typeof planMerge = planMerge,
 ): Promise<string[] | null> {
-	const group = planMerge(dataDir, m, index);
+	const group = plan(dataDir, m, index);
 	if (!group) return null;
 	const first = group[0] as Unit;
 	const last = group.at(-1) as Unit;

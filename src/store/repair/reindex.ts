@@ -4,7 +4,7 @@ import { applyLakeFlags } from "../delta/lake-flags.js";
 import { saveManifest } from "../delta/save-manifest.js";
 import { acquireWriteLock } from "../files/lock.js";
 import { createParquetWriter } from "../files/parquet-writer.js";
-import { INDEXES, REPLACED, writtenWith } from "../format/indexes.js";
+import { INDEX_NAMES, INDEXES, REPLACED, writtenWith } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { chainDir, partitionPath } from "../format/layout.js";
 import { loadManifest } from "../format/manifest.js";
@@ -12,6 +12,7 @@ import type { LakeSettings, Manifest } from "../format/records.js";
 import { ranksStep } from "../holdings/holder-ranks.js";
 import { filterPath } from "../indexes/key-filter.js";
 import { isIndexed, runFiles } from "../indexes/listing.js";
+import { mergeStep, planWholeMerge } from "../indexes/runs.js";
 import { createRetireLater } from "../retire/retire-later.js";
 import { addBusyLists } from "./busy-lists.js";
 import { DamagedFileError, damageBehind } from "./damage.js";
@@ -37,6 +38,8 @@ export async function reindexChain(
 	onUpgrade?: (what: string) => void,
 	/** The Delta Lake export's settings given (delta/lake-flags.ts); kept in the manifest. */
 	lake: Partial<LakeSettings> = {},
+	/** Then each index's settled history merged into one run (runs.ts planWholeMerge). */
+	wholeHistory = false,
 ): Promise<number> {
 	const release = await acquireWriteLock(chainDir(dataDir, chain.id));
 	const writer = await createParquetWriter();
@@ -99,6 +102,14 @@ export async function reindexChain(
 			retired.retire(files);
 			await retired.sweep();
 		});
+		// `--whole-history`: a quiet wallet then reads one file of the settled history, not one a level.
+		if (wholeHistory)
+			for (const index of INDEX_NAMES) {
+				const gone = await mergeStep(writer, dataDir, manifest, index, undefined, planWholeMerge);
+				if (!gone) continue;
+				retired.retire(gone);
+				await retired.sweep();
+			}
 		// Key filters from before their busy keys were listed (busy-lists.ts).
 		await addBusyLists(writer, dataDir, manifest);
 		// Then the holder ranks over the runs (holder-ranks.ts).
