@@ -251,14 +251,24 @@ describe("merged index runs", () => {
 		expect(await allIds(repaired, page)).toEqual(await allIds(whole, page));
 	}, 240_000);
 
-	it("reindex --whole-history merges each index's settled history into one run, every answer unchanged", async () => {
+	it("reindex --whole-history merges each index's settled history into one run, through crashes, every answer unchanged", async () => {
 		const dir = join(root, "whole-history");
 		await cp(join(root, "merged"), dir, { recursive: true });
 		const before = await manifestOf(dir);
 		const settled = settledChunks(before);
 		const [first, last] = [settled[0], settled.at(-1)];
 		if (!first || !last) throw new Error("no settled chunks");
-		const r = await runScript("reindex.ts", ["--data-dir", dir, "--whole-history", "--delta", "off"]);
+		const args = ["--data-dir", dir, "--whole-history", "--delta", "off"];
+		// Killed at each step of a run's merge (written, filter written, committed), then run again:
+		// after each kill the folder reads whole through its manifest.
+		for (const point of ["runs.merged", "runs.filter-written", "runs.committed"]) {
+			const crashed = await runScript("reindex.ts", args, { CHAINLAKE_CRASH_AT: point });
+			expect(crashed.signal, crashed.stderr).toBe("SIGKILL");
+			expect(crashed.stderr).toContain(`crash point ${point}:1 reached`);
+			const checked = await runScript("verify.ts", ["--data-dir", dir]);
+			expect(checked.code, `${point}: ${checked.stdout}`).toBe(0);
+		}
+		const r = await runScript("reindex.ts", args);
 		expect(r.code, r.stderr).toBe(0);
 		const after = await manifestOf(dir);
 		// Every kind written (replaced kinds are only read): one run over the whole settled history,
