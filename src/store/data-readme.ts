@@ -145,7 +145,8 @@ Being sorted by their key (address or hash), their row groups have narrow min/ma
 it, so a reader filtering on one address or hash reads one or a few row groups. Once a chunk is
 settled (final, and a whole partition), its index files are merged with their neighbours' into
 runs of ${FAN_IN}, ${FAN_IN ** 2}, ${FAN_IN ** 3}, ... partitions (the manifest's \`runs\`; the file name's block range is
-the run's), each with a key filter beside it (\`<run>.parquet.filter\`: a Bloom filter of its
+the run's; after \`npm run reindex -- --whole-history\`, one run of a lookup kind may span any
+number of them), each with a key filter beside it (\`<run>.parquet.filter\`: a Bloom filter of its
 keys, ${BITS_PER_KEY} bits a key, so a wallet or hash opens only the runs it can be in). A chunk a run
 covers no longer lists the index: its rows are the run's. Index files and runs are plain Parquet
 like the datasets and hold nothing the datasets do not; to read an index offline, read the runs

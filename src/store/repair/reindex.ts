@@ -4,7 +4,7 @@ import { applyLakeFlags } from "../delta/lake-flags.js";
 import { saveManifest } from "../delta/save-manifest.js";
 import { acquireWriteLock } from "../files/lock.js";
 import { createParquetWriter } from "../files/parquet-writer.js";
-import { INDEX_NAMES, INDEXES, REPLACED, writtenWith } from "../format/indexes.js";
+import { DEFERRED, INDEX_NAMES, INDEXES, REPLACED, writtenWith } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { chainDir, partitionPath } from "../format/layout.js";
 import { loadManifest } from "../format/manifest.js";
@@ -38,7 +38,7 @@ export async function reindexChain(
 	onUpgrade?: (what: string) => void,
 	/** The Delta Lake export's settings given (delta/lake-flags.ts); kept in the manifest. */
 	lake: Partial<LakeSettings> = {},
-	/** Then each index's settled history merged into one run (runs.ts planWholeMerge). */
+	/** Then each lookup index's settled history merged into one run (runs.ts planWholeMerge). */
 	wholeHistory = false,
 ): Promise<number> {
 	const release = await acquireWriteLock(chainDir(dataDir, chain.id));
@@ -102,9 +102,12 @@ export async function reindexChain(
 			retired.retire(files);
 			await retired.sweep();
 		});
-		// `--whole-history`: a quiet wallet then reads one file of the settled history, not one a level.
+		// `--whole-history`: a quiet wallet then reads one file of the settled history, not one a
+		// level. The lookup kinds only: the balance deltas (DEFERRED) keep their runs, whose bounds a
+		// balance at a past block starts from (query/deltas.ts: in one run of the whole history,
+		// every holding active on both sides of that block would be summed again from transfers).
 		if (wholeHistory)
-			for (const index of INDEX_NAMES) {
+			for (const index of INDEX_NAMES.filter((i) => !DEFERRED.includes(i))) {
 				const gone = await mergeStep(writer, dataDir, manifest, index, undefined, planWholeMerge);
 				if (!gone) continue;
 				retired.retire(gone);
