@@ -5,8 +5,8 @@
  * files (by address and by hash, src/store/format/indexes.ts) for chunks that lack them, e.g. data
  * backfilled before they existed, rebuilds damaged merged runs, merges settled chunks' index
  * files into runs (src/store/indexes/runs.ts) and their dataset files into larger chunks
- * (src/store/chunks/chunk-merges.ts); with --whole-history, then each index's settled history
- * into one run (runs.ts planWholeMerge: after a backfill, a quiet wallet reads one file of it).
+ * (src/store/chunks/chunk-merges.ts); with --whole-history, then each lookup index's settled
+ * history (not the balance deltas) into one run (runs.ts planWholeMerge: after a backfill, a quiet wallet reads one file of it).
  * Its saves bring the Delta Lake logs up to date too (src/store/delta/).
  * Resumable; stop the chain's backfill or follower first. Failures (a damaged manifest, a held
  * lock, a bad chain id) go through src/util/cli.ts: the message says what to do; no stack.
@@ -21,8 +21,8 @@ const USAGE = `usage: npm run reindex -- [--data-dir data] [--chain eip155-<n> .
   --data-dir <dir>       the lake's folder (CHAINLAKE_DATA_DIR; default data)
   --chain <chain>        a chain to reindex (repeatable; default every chain in the folder)
   --compact-rows <n>     rows a merged chunk may reach (default the chain's setting)
-  --whole-history        then merge each index's settled history into one run: a quiet wallet's
-                         page reads one file of it (rewrites every index file once; after a backfill)
+  --whole-history        then merge each lookup index's settled history into one run: a quiet
+                         wallet's page reads one file of it (rewrites those files once; after a backfill)
   ${LAKE_USAGE}
                          the Delta Lake export (README "Reading the lake from other engines")`;
 
