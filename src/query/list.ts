@@ -1,8 +1,9 @@
 import type { DatasetName } from "../extract/rows.js";
-import type { IndexName } from "../store/format/indexes.js";
+import { INDEXES, type IndexDef, type IndexName } from "../store/format/indexes.js";
 import { hasFiles } from "../store/format/manifest.js";
 import type { ChunkEntry } from "../store/format/records.js";
-import type { Params, Row, Snapshot } from "./store/store.js";
+import { MARK_ROWS } from "../store/indexes/key-filter.js";
+import type { KeySpan, Params, Row, Snapshot } from "./store/store.js";
 
 /** Blocks of a page's first query, the probe (unless the query knows its rows a block, as /blocks does). */
 export const FIRST_WINDOW_BLOCKS = 256;
@@ -62,7 +63,8 @@ export interface ListQuery {
  * Fetches limit + 1 rows to know whether another page exists.
  *
  * A quiet wallet (an index key no file lists as busy: Snapshot.quiet) is read in one statement
- * over every file it can be in. Other rows are read a window of blocks at a time, in the page's
+ * over every file it can be in; a busy one whose files' filters count its rows, in windows sized
+ * by them (windowSizer). Other rows are read a window of blocks at a time, in the page's
  * order, stopping once the page is full: windows hold disjoint block ranges, so the first
  * limit + 1 rows of the earlier windows are the page.
  * - First a probe of FIRST_WINDOW_BLOCKS blocks at the page's starting edge. Files are sorted so
@@ -106,8 +108,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const rows: Row[] = [];
 	const used = new Set<IndexSource>();
 	const indexOf = (batch: readonly Piece[]) => q.indexes?.find((i) => batch.every((p) => db.indexed(i.name, p.chunk)));
-	const read = async (window: [number, number], batch: readonly Piece[]) => {
-		const index = indexOf(batch);
+	const read = async (window: [number, number], batch: readonly Piece[], index = indexOf(batch)) => {
 		const from = index ? (index.from ?? `{${index.name}}`) : `{${q.dataset}}`;
 		const after = page.after === undefined ? "" : ` AND ${key} ${desc ? "<" : ">"} $after`;
 		const sql = `SELECT ${index?.columns ?? q.columns} FROM ${from} WHERE ${blockColumn} BETWEEN $start AND $end AND (${index?.where ?? q.where})${after} ORDER BY ${key} ${desc ? "DESC" : "ASC"} LIMIT $limit`;
@@ -132,6 +133,21 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		await read([lo, hi], pieces);
 		return finish();
 	}
+	// A busy key whose files' filters count its rows: windows sized to what the page needs.
+	const spans = whole?.key !== undefined ? await db.keyRows(whole.name, whole.key, [lo, hi]) : null;
+	if (whole && spans) {
+		const next = windowSizer(spans, lo, hi, desc, fewRows(whole.name));
+		for (let w = next(page.limit + 1); w; w = next(page.limit + 1 - rows.length)) {
+			const [from, to] = w;
+			await read(
+				w,
+				pieces.filter((p) => p.to >= from && p.from <= to),
+				whole,
+			);
+			if (rows.length > page.limit) break;
+		}
+		return finish();
+	}
 	// The probe: the first few blocks at the page's starting edge.
 	const probeBlocks = q.rowsPerBlock ? Math.ceil((page.limit + 1) / q.rowsPerBlock) : FIRST_WINDOW_BLOCKS;
 	const edge = desc ? Math.min(hi, first.to) : Math.max(lo, first.from);
@@ -154,6 +170,111 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		if (from <= to) await read([from, to], batch);
 	}
 	return finish();
+}
+
+/**
+ * Rows a key is taken to have in a file whose filter does not list it busy: at most the index's
+ * busyRows; half that is as good a guess as any, and any guess at or above a page stops the window
+ * at that file, which is what it should do (its rows sit in a row group or two, which a window
+ * over the whole file decodes no more of than one over part of it).
+ */
+const fewRows = (index: IndexName): number => ((INDEXES[index] as IndexDef).busyRows ?? 0) / 2;
+
+/** How many more rows a window is sized for than the page still needs, at first (then 4 times more after each window that fell short: a page's other filters may keep few of the key's rows). */
+const WINDOW_MARGIN = 1.5;
+
+/**
+ * The windows of a busy key's page, from its rows in each file (Snapshot.keyRows), each asked for
+ * with the rows the page still needs. A window starts where the last ended and reaches the block
+ * by which, as the key's marks tell (the block of every MARK_ROWS-th of its rows in a file), that
+ * many rows times a margin have come: a busy wallet's newest page reads a few blocks, not the
+ * FIRST_WINDOW_BLOCKS probe (11,557 rows of M's heaviest wallet, 10 ms) and then whole chunks. A
+ * file where the key is not busy is taken whole (fewRows). Null once the page's blocks are all read.
+ */
+export function windowSizer(
+	spans: readonly KeySpan[],
+	lo: number,
+	hi: number,
+	desc: boolean,
+	few: number,
+): (need: number) => [number, number] | null {
+	const units = spans
+		.filter((s) => s.rows !== 0)
+		.map((s) => ({ from: Math.max(s.from, lo), to: Math.min(s.to, hi), rows: s.rows, marks: s.marks }))
+		.filter((u) => u.from <= u.to);
+	if (desc) units.reverse();
+	let edge = desc ? hi : lo;
+	let margin = WINDOW_MARGIN;
+	let i = 0;
+	return (need) => {
+		let want = need * margin;
+		margin *= 4;
+		let end: number | undefined;
+		while (i < units.length && want > 0) {
+			const u = units[i] as (typeof units)[number];
+			// What is left of the file past the edge.
+			const [a, b] = desc ? [u.from, Math.min(u.to, edge)] : [Math.max(u.from, edge), u.to];
+			const reach =
+				a > b ? "none" : u.marks && u.rows !== "few" ? marked(u.marks, u.rows, desc ? b : a, want, desc) : "few";
+			if (reach === "none") {
+				i++;
+				continue;
+			}
+			if (typeof reach === "number" && (desc ? reach > a : reach < b)) {
+				end = reach;
+				break;
+			}
+			// The file's rest is taken: the rows wanted come by its end, or it has fewer.
+			want = typeof reach === "number" ? 0 : want - (reach === "few" ? few : reach.short);
+			end = desc ? a : b;
+			i++;
+		}
+		if (end === undefined) return null;
+		const window: [number, number] = desc ? [end, edge] : [edge, end];
+		edge = desc ? end - 1 : end + 1;
+		return window;
+	};
+}
+
+/**
+ * Of a busy key's rows in a file (its count and marks), those from block `edge` on (up to it when
+ * `desc`): the block by which `want` of them have come, "none" if there are none, or how many
+ * there are at least when fewer. Mark j is row j · MARK_ROWS's block; the last, the last row's.
+ */
+function marked(
+	marks: ArrayLike<number>,
+	rows: number,
+	edge: number,
+	want: number,
+	desc: boolean,
+): number | "none" | { short: number } {
+	const last = marks.length - 1;
+	const pos = (j: number) => (j === last ? rows - 1 : j * MARK_ROWS);
+	// The first mark at or after the edge (asc), or the last at or before it (desc).
+	let lo = 0;
+	let hi = last;
+	if (desc) {
+		if ((marks[0] as number) > edge) return "none";
+		while (lo < hi) {
+			const mid = (lo + hi + 1) >> 1;
+			if ((marks[mid] as number) <= edge) lo = mid;
+			else hi = mid - 1;
+		}
+		const first = pos(lo);
+		const j = Math.floor((first - Math.ceil(want) + 1) / MARK_ROWS);
+		return j < 0 ? { short: first + 1 } : (marks[Math.min(j, last)] as number);
+	}
+	if ((marks[last] as number) < edge) return "none";
+	while (lo < hi) {
+		const mid = (lo + hi) >> 1;
+		if ((marks[mid] as number) >= edge) hi = mid;
+		else lo = mid + 1;
+	}
+	const first = pos(lo);
+	const target = first + Math.ceil(want) - 1;
+	const j = Math.ceil(target / MARK_ROWS);
+	if (j < last) return marks[j] as number;
+	return target <= rows - 1 ? (marks[last] as number) : { short: rows - first };
 }
 
 /** A partition's blocks within a chunk: the unit windows grow by. */

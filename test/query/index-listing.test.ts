@@ -9,8 +9,12 @@ import { createStore } from "../../src/query/store/create-store.js";
 import type { Params, Snapshot, Store } from "../../src/query/store/store.js";
 import { findWalletTransactions } from "../../src/query/transactions.js";
 import { type AssetFilter, findTransfers } from "../../src/query/transfers.js";
+import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
+import { INDEX_NAMES, INDEXES, type IndexDef } from "../../src/store/format/indexes.js";
 import { manifestPath } from "../../src/store/format/layout.js";
 import type { Manifest } from "../../src/store/format/records.js";
+import { writeKeyFilter } from "../../src/store/indexes/key-filter.js";
+import { indexFiles } from "../../src/store/indexes/listing.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
@@ -23,7 +27,8 @@ import { nodeCall } from "../helpers/node-rpc.js";
  * limits 1, 2, 3, 7 and 1000, paging with `after` to the end, over the whole history and over
  * ranges that cut through chunks. The same query layer over a copy of the folder whose manifest
  * lists no indexes (the fallback), and over one that lists them for every other chunk only
- * (windows mixing both), must give the very same rows. By default each case is listed with the
+ * (windows mixing both), and over one whose key filters list nearly every wallet as busy with its
+ * rows (windows sized by them), must give the very same rows. By default each case is listed with the
  * limits and copies planOf gives (every limit for the address on either side); set
  * CHAINLAKE_INDEX_MATRIX=full for every limit of every case through every copy.
  *
@@ -62,6 +67,26 @@ async function copyWithIndexes(from: string, to: string, keep: (i: number) => bo
 	return m;
 }
 
+/**
+ * A copy whose by-address key filters list every key with more than one row in a file as busy,
+ * with its rows: a wallet's pages are then read in windows sized by those counts
+ * (query/list.ts windowSizer), where this small chain's wallets are otherwise all quiet.
+ */
+async function copyWithBusyKeys(from: string, to: string) {
+	await cp(from, to, { recursive: true });
+	const m = JSON.parse(readFileSync(manifestPath(to, CHAIN_ID), "utf8")) as Manifest;
+	const writer = await createParquetWriter();
+	process.env.CHAINLAKE_BUSY_ROWS = "1";
+	try {
+		for (const index of INDEX_NAMES)
+			if ((INDEXES[index] as IndexDef).busyRows !== undefined)
+				for (const f of indexFiles(to, m, index)) await writeKeyFilter(writer, f.path, index, f.parts);
+	} finally {
+		delete process.env.CHAINLAKE_BUSY_ROWS;
+		writer.close();
+	}
+}
+
 beforeAll(async () => {
 	anvil = await startAnvil({ chainId: CHAIN });
 	work = await runWorkload({ rpcUrl: anvil.url });
@@ -92,10 +117,12 @@ beforeAll(async () => {
 	// The head as stored (the node's eth_blockNumber may run a block behind the last mined one).
 	head = Math.max(...mixed.chunks.map((c) => c.to));
 	expect(head).toBeGreaterThanOrEqual(work.lastBlock + 6);
+	await copyWithBusyKeys(indexed, join(root, "busy"));
 	stores = [
 		{ name: "indexed", store: await createStore(indexed) },
 		{ name: "plain", store: await createStore(join(root, "plain")) },
 		{ name: "mixed", store: await createStore(join(root, "mixed")) },
+		{ name: "busy", store: await createStore(join(root, "busy")) },
 	];
 	addresses = [...Object.values(work.accounts), ...Object.values(work.contracts), ZERO, NOBODY];
 	reference = await DuckDBInstance.create(":memory:");
@@ -155,7 +182,7 @@ async function checkAll(
 	list: Lister,
 	ascIds: string[],
 	range: { start: number; end: number },
-	{ limits = LIMITS, through = ["indexed", "plain", "mixed"] } = {},
+	{ limits = LIMITS, through = EVERY } = {},
 ) {
 	for (const order of ORDERS) {
 		const ids = order === "asc" ? ascIds : [...ascIds].reverse();
@@ -226,8 +253,8 @@ type Direction = (typeof DIRECTIONS)[number];
 
 /** Which limits and copies a case is listed with (every pair of an order and a limit is paged to the end). */
 type Plan = { limits: number[]; through: string[] }[];
-const BOTH_PATHS = ["indexed", "plain"];
-const EVERY = ["indexed", "plain", "mixed"];
+const BOTH_PATHS = ["indexed", "plain", "busy"];
+const EVERY = ["indexed", "plain", "mixed", "busy"];
 
 /**
  * The plan of a case. With CHAINLAKE_INDEX_MATRIX=full, the whole matrix: every case, every limit,
@@ -355,6 +382,18 @@ describe("wallet listing through the index files", () => {
 		} finally {
 			store.close();
 		}
+	});
+
+	it("the busy copy's filters count its wallets' rows, so their pages take sized windows", async () => {
+		const alice = work.accounts.alice;
+		const spans = async (name: string) => {
+			const store = stores.find((s) => s.name === name)?.store as Store;
+			return store.snapshot(CHAIN_ID).keyRows("wallet_transfers", alice, [0, head]);
+		};
+		const busy = (await spans("busy")) ?? [];
+		// Counted in several files (more than one row each), and quiet in every file of the others.
+		expect(busy.filter((s) => typeof s.rows === "number" && s.rows > 1).length).toBeGreaterThan(2);
+		expect((await spans("indexed"))?.every((s) => s.rows === 0 || s.rows === "few")).toBe(true);
 	});
 
 	it("findTransfers (asset types native, ft, nft) equals the plain query", async () => {

@@ -12,6 +12,7 @@ import { saveManifest } from "../../src/store/delta/save-manifest.js";
 import { INDEXES, type IndexName } from "../../src/store/format/indexes.js";
 import { partPaths } from "../../src/store/format/key-parts.js";
 import { listedFiles, loadManifest } from "../../src/store/format/manifest.js";
+import { loadKeyFilter, withBusyKeys } from "../../src/store/indexes/key-filter.js";
 import { indexFiles, listedPaths } from "../../src/store/indexes/listing.js";
 import { reindexChain } from "../../src/store/repair/reindex.js";
 import { verifyChain } from "../../src/store/repair/verify.js";
@@ -115,6 +116,16 @@ async function quiet(dir: string): Promise<boolean[]> {
 		const snap = store.snapshot(CHAIN.id);
 		const asked = [wallets[0], ...wallets.slice(BUSIEST)] as { address: string }[];
 		return await Promise.all(asked.map((w) => snap.quiet("wallet_transfers", w.address, [0, SCALE.blocks - 1])));
+	} finally {
+		store.close();
+	}
+}
+
+/** `address`'s rows in each of `dir`'s wallet transfers files, as their key filters count them (Snapshot.keyRows). */
+async function spans(dir: string, address: string) {
+	const store = await createStore(dir);
+	try {
+		return await store.snapshot(CHAIN.id).keyRows("wallet_transfers", address, [0, SCALE.blocks - 1]);
 	} finally {
 		store.close();
 	}
@@ -281,21 +292,32 @@ describe("by-address records", () => {
 		expect(report.problems).toEqual([]);
 	}, 240_000);
 
-	it("reindex adds the busy keys to key filters written without them, and the pages stay the same", async () => {
+	it("reindex adds the busy keys and their rows to key filters written without them, and the pages stay the same", async () => {
 		const dir = join(root, "unlisted-busy");
 		await cp(fresh, dir, { recursive: true });
 		const m = await loadManifest(dir, CHAIN.id, CHAIN.number);
-		// Each by-address filter cut back to its header and bits, as written before the list.
+		// Each by-address filter cut back to its header and bits, as written before the list; the
+		// wallet transfers' filters keep a list of the busy keys without their rows, as written
+		// before the counts.
 		for (const index of RECORDS)
 			for (const f of indexFiles(dir, m, index)) {
+				const filter = await loadKeyFilter(f.filter as string);
 				const data = await readFile(f.filter as string);
-				const bits = data.readUInt32LE(4);
-				await writeFile(f.filter as string, data.subarray(0, 12 + Math.ceil(bits / 8)));
+				const bits = data.subarray(0, 12 + Math.ceil(data.readUInt32LE(4) / 8));
+				const listed = index === "wallet_transfers" ? withBusyKeys(bits, [...(filter.busy ?? [])].sort()) : bits;
+				await writeFile(f.filter as string, listed);
 			}
-		expect(await quiet(dir)).toEqual([wallets[0], ...wallets.slice(BUSIEST)].map(() => false));
+		expect(await quiet(dir)).toEqual([false, ...wallets.slice(BUSIEST).map(() => true)]);
+		const busiest = (wallets[0] as { address: string }).address;
+		expect(await spans(dir, busiest)).toBeNull();
 		const answered = await answers(dir);
 		await reindexChain(dir, CHAIN);
 		expect(await quiet(dir)).toEqual(await quiet(fresh));
+		const counted = await spans(dir, busiest);
+		expect(counted).toEqual(await spans(fresh, busiest));
+		expect(counted?.some((s) => typeof s.rows === "number" && s.rows > (INDEXES.wallet_transfers.busyRows ?? 0))).toBe(
+			true,
+		);
 		expect(await answers(dir)).toEqual(answered);
 	}, 240_000);
 });

@@ -68,4 +68,31 @@ describe("key filter", () => {
 		await writeFile(path, cut.subarray(0, data.length + 6));
 		await expect(loadKeyFilter(path)).rejects.toThrow(/not a chainlake key filter/);
 	});
+
+	it("keeps each busy key's rows and marks where given; a list without them reads with none, a cut one is an error", async () => {
+		const keys = Array.from({ length: 500 }, (_, i) => address(i));
+		const { data } = await buildKeyFilter(batches(keys), keys.length);
+		const path = join(dir, "counted.parquet.filter");
+		const busy = [address(3), address(7), address(11)].sort();
+		const rows = [
+			{ rows: 2_049, marks: Float64Array.from([10, 12, 15, 19, 30, 31, 40, 41, 50]) },
+			{ rows: 331_191, marks: Float64Array.from({ length: 1_295 }, (_, i) => 90_000 + i * 7) },
+			{ rows: 257, marks: Float64Array.from([5, 2 ** 40]) },
+		];
+		await saveKeyFilter(path, withBusyKeys(data, busy, rows));
+		const loaded = await loadKeyFilter(path);
+		expect(keys.every((k) => loaded.has(k))).toBe(true);
+		expect([...(loaded.busy ?? [])].sort()).toEqual(busy);
+		expect(busy.map((k) => loaded.busyRows?.get(k))).toEqual(rows);
+		expect(loaded.busyRows?.get(address(4))).toBeUndefined();
+		await saveKeyFilter(path, withBusyKeys(data, busy));
+		expect((await loadKeyFilter(path)).busyRows).toBeUndefined();
+		await saveKeyFilter(path, withBusyKeys(data, [], []));
+		expect((await loadKeyFilter(path)).busyRows?.size).toBe(0);
+		const counted = withBusyKeys(data, busy, rows);
+		for (const cut of [4, 8 * 1_295, counted.length - data.length - 13]) {
+			await writeFile(path, counted.subarray(0, counted.length - cut));
+			await expect(loadKeyFilter(path)).rejects.toThrow(/counted\.parquet\.filter is not a chainlake key filter/);
+		}
+	});
 });

@@ -8,6 +8,7 @@ import type { Manifest } from "../../store/format/records.js";
 import { type KeyFilter, loadKeyFilter } from "../../store/indexes/key-filter.js";
 import { indexFiles } from "../../store/indexes/listing.js";
 import { PLACEHOLDER } from "./placeholder-expander.js";
+import type { KeySpan } from "./store.js";
 import type { StoreOptions } from "./store-options.js";
 
 export interface KeyFilters {
@@ -19,6 +20,13 @@ export interface KeyFilters {
 	filtersOf(manifest: Manifest | null, sql: string, window?: readonly [number, number]): string[];
 	/** Whether `key` is in no file of `index` over `window` as a busy key (Snapshot.quiet). */
 	quiet(manifest: Manifest | null, index: IndexName, key: string, window: readonly [number, number]): Promise<boolean>;
+	/** The files of `index` over `window` with `key`'s rows in each (Snapshot.keyRows). */
+	keyRows(
+		manifest: Manifest | null,
+		index: IndexName,
+		key: string,
+		window: readonly [number, number],
+	): Promise<KeySpan[] | null>;
 }
 
 /** `options.files`: filters in a bucket are fetched into the cache and let go once read. */
@@ -92,5 +100,31 @@ export function keyFilters(dataDir: string, options: Pick<StoreOptions, "files">
 			return f !== undefined && (!f.has(k) || (f.busy !== undefined && !f.busy.has(k)));
 		});
 	};
-	return { filters, loadFilters, filtersOf, quiet };
+	const keyRows = async (
+		manifest: Manifest | null,
+		index: IndexName,
+		key: string,
+		window: readonly [number, number],
+	): Promise<KeySpan[] | null> => {
+		if (!manifest) return null;
+		const files = indexFiles(dataDir, manifest, index, window);
+		if (files.some((f) => f.filter === undefined)) return null;
+		await loadFilters(files.map((f) => f.filter as string));
+		const k = key.toLowerCase();
+		const out: KeySpan[] = [];
+		for (const f of files) {
+			const filter = filters.get(f.filter as string);
+			// A file without a filter, or whose filter does not count its busy keys: nothing to size by.
+			if (filter === undefined || filter.busy === undefined) return null;
+			if (!filter.has(k)) out.push({ from: f.from, to: f.to, rows: 0 });
+			else if (!filter.busy.has(k)) out.push({ from: f.from, to: f.to, rows: "few" });
+			else {
+				const busy = filter.busyRows?.get(k);
+				if (busy === undefined) return null;
+				out.push({ from: f.from, to: f.to, rows: busy.rows, marks: busy.marks });
+			}
+		}
+		return out;
+	};
+	return { filters, loadFilters, filtersOf, quiet, keyRows };
 }

@@ -17,6 +17,18 @@ export interface BlockStamp {
 	timestamp: bigint;
 }
 
+/**
+ * A file of an index and a key's rows in it, as its key filter tells: none (the filter rules
+ * the key out), "few" (not busy: a row group or two), or the count of a busy key, with the block
+ * of every MARK_ROWS-th of its rows and of its last (store/indexes/key-filter.ts BusyKey).
+ */
+export interface KeySpan {
+	from: number;
+	to: number;
+	rows: number | "few";
+	marks?: ArrayLike<number>;
+}
+
 export interface Store {
 	/** Chains with data, as `eip155-<n>` (a listing of the data folder at most a second old). */
 	chains(): string[];
@@ -76,6 +88,12 @@ export interface Snapshot {
 	 * in a row group or two of each file, and one statement can read them all.
 	 */
 	quiet(index: IndexName, key: string, window: readonly [number, number]): Promise<boolean>;
+	/**
+	 * The files of `index` over `window`, in block order, each with `key`'s rows in it as its key
+	 * filter tells (none, "few", or a busy key's count): what a busy wallet's windows are sized by
+	 * (list.ts). Null where a file's filter cannot say (no filter, or written before the counts).
+	 */
+	keyRows(index: IndexName, key: string, window: readonly [number, number]): Promise<KeySpan[] | null>;
 	/**
 	 * The hash and timestamp of each of `blocks` this snapshot holds (a block it does not is left
 	 * out), read from the blocks files a chunk at a time and kept (block-stamps.ts): for the rows

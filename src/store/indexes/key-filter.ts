@@ -29,9 +29,28 @@ export interface KeyFilter {
 	 * every file of such a key at once (query/list.ts) instead of window by window.
 	 */
 	readonly busy?: ReadonlySet<string>;
+	/**
+	 * Each busy key's rows in the file and where they lie (BusyKey), where the filter records them
+	 * (filters written since issue 26's sized windows; older ones list the keys alone): a busy
+	 * wallet's page reads a window of about the blocks its page needs (query/list.ts).
+	 */
+	readonly busyRows?: ReadonlyMap<string, BusyKey>;
 	/** Bytes of the bit array (what it costs in memory). */
 	readonly bytes: number;
 }
+
+/**
+ * A busy key's rows in a file: how many, and the block of every MARK_ROWS-th of them in the file's
+ * order (by id: its first row's block, the MARK_ROWS-th's, ..., and its last row's), so that the
+ * blocks holding any n of its rows from a given block on are known to within MARK_ROWS rows.
+ */
+export interface BusyKey {
+	rows: number;
+	marks: Float64Array;
+}
+
+/** Rows between a busy key's marks: M's heaviest wallet (331,191 rows in a file) takes 1,295 marks, 10 KiB. */
+export const MARK_ROWS = 256;
 
 /** ~0.8% false positives with PROBES 7 (the optimum for 10 bits a key is ln2 × 10 ≈ 7). */
 export const BITS_PER_KEY = 10;
@@ -41,8 +60,11 @@ const HEADER = 12;
 /**
  * After the bit array, optionally: the busy keys (KeyFilter.busy) as BUSY_MAGIC, the key's
  * bytes, their count, then each key's bytes. A filter without it reads as before.
+ * MARKED_MAGIC instead: the same header, then for each key its bytes, its rows and its marks'
+ * count (uint32 LE each), and its marks (float64 LE): BusyKey.
  */
 const BUSY_MAGIC = 0x59535542; // "BUSY"
+const MARKED_MAGIC = 0x4d535542; // "BUSM"
 const BUSY_HEADER = 12;
 
 function positions(key: string, bits: number, out: Uint32Array): void {
@@ -52,10 +74,16 @@ function positions(key: string, bits: number, out: Uint32Array): void {
 	for (let i = 0; i < PROBES; i++) out[i] = (h1 + (Math.imul(i, h2) >>> 0)) % bits;
 }
 
-function over(bitset: Uint8Array, bits: number, busy?: ReadonlySet<string>): KeyFilter {
+function over(
+	bitset: Uint8Array,
+	bits: number,
+	busy?: ReadonlySet<string>,
+	busyRows?: ReadonlyMap<string, BusyKey>,
+): KeyFilter {
 	const probe = new Uint32Array(PROBES);
 	return {
 		busy,
+		busyRows,
 		bytes: bitset.length,
 		has(key) {
 			if (key.length < 18) return true;
@@ -99,17 +127,35 @@ export async function saveKeyFilter(path: string, data: Uint8Array): Promise<voi
 	});
 }
 
-/** `data` (a filter's header and bits) followed by the busy keys' section. */
-export function withBusyKeys(data: Uint8Array, busy: readonly string[]): Uint8Array {
+/**
+ * `data` (a filter's header and bits) followed by the busy keys' section; with `rows` (each
+ * key's rows and marks, in the order of `busy`), the section that records them.
+ */
+export function withBusyKeys(data: Uint8Array, busy: readonly string[], rows?: readonly BusyKey[]): Uint8Array {
 	const width = busy[0] ? (busy[0].length - 2) / 2 : 0;
-	const out = new Uint8Array(data.length + BUSY_HEADER + busy.length * width);
+	const size = rows
+		? busy.length * (width + 8) + rows.reduce((n, r) => n + 8 * r.marks.length, 0)
+		: busy.length * width;
+	const out = new Uint8Array(data.length + BUSY_HEADER + size);
 	out.set(data);
 	const view = new DataView(out.buffer, data.length);
-	view.setUint32(0, BUSY_MAGIC, true);
+	view.setUint32(0, rows ? MARKED_MAGIC : BUSY_MAGIC, true);
 	view.setUint32(4, width, true);
 	view.setUint32(8, busy.length, true);
+	let at = BUSY_HEADER;
 	busy.forEach((k, i) => {
-		out.set(Buffer.from(k.slice(2), "hex"), data.length + BUSY_HEADER + i * width);
+		out.set(Buffer.from(k.slice(2), "hex"), data.length + at);
+		at += width;
+		const r = rows?.[i];
+		if (!rows) return;
+		if (!r) throw new Error("withBusyKeys: a busy key without its rows");
+		view.setUint32(at, r.rows, true);
+		view.setUint32(at + 4, r.marks.length, true);
+		at += 8;
+		for (const m of r.marks) {
+			view.setFloat64(at, m, true);
+			at += 8;
+		}
 	});
 	return out;
 }
@@ -136,13 +182,22 @@ export async function writeKeyFilter(
 		keys,
 	);
 	const busy: string[] = [];
-	if (busyRows !== undefined)
+	const rows: BusyKey[] = [];
+	// CHAINLAKE_BUSY_ROWS sets the threshold instead (tests: busy keys from a small chain).
+	const threshold = Number(process.env.CHAINLAKE_BUSY_ROWS) || busyRows;
+	// Each busy key's rows in id order (the file's order within a key), every MARK_ROWS-th one's block kept, and the last's.
+	if (threshold !== undefined)
 		for (const part of partPaths(path, parts))
 			for (const r of await writer.select(
-				`SELECT lower("${key}") AS k FROM read_parquet(${sqlString(part)}) GROUP BY "${key}" HAVING count(*) > ${Math.floor(busyRows)} ORDER BY k`,
-			))
+				`SELECT lower(k) AS k, n, list_filter(b, lambda x, i: (i - 1) % ${MARK_ROWS} = 0 OR i = n) AS marks
+				 FROM (SELECT "${key}" AS k, count(*) AS n, list(block_number ORDER BY id) AS b FROM read_parquet(${sqlString(part)})
+				       GROUP BY "${key}" HAVING count(*) > ${Math.floor(threshold)})
+				 ORDER BY k`,
+			)) {
 				busy.push(String(r.k));
-	await saveKeyFilter(filterPath(path), busyRows === undefined ? data : withBusyKeys(data, busy));
+				rows.push({ rows: Number(r.n), marks: Float64Array.from(r.marks as Iterable<unknown>, Number) });
+			}
+	await saveKeyFilter(filterPath(path), threshold === undefined ? data : withBusyKeys(data, busy, rows));
 	return keys;
 }
 
@@ -164,14 +219,28 @@ export async function loadKeyFilter(path: string): Promise<KeyFilter> {
 	}
 	if (data.length === end) return over(data.subarray(HEADER, end), bits);
 	// The busy keys' section, whole or the file is damaged.
-	if (data.length < end + BUSY_HEADER || view.getUint32(end, true) !== BUSY_MAGIC) throw damaged();
+	const magic = data.length >= end + BUSY_HEADER ? view.getUint32(end, true) : 0;
+	if (magic !== BUSY_MAGIC && magic !== MARKED_MAGIC) throw damaged();
 	const width = view.getUint32(end + 4, true);
 	const count = view.getUint32(end + 8, true);
-	if (data.length !== end + BUSY_HEADER + width * count) throw damaged();
 	const busy = new Set<string>();
-	for (let i = 0, at = end + BUSY_HEADER; i < count; i++, at += width)
-		busy.add(`0x${Buffer.from(data.subarray(at, at + width)).toString("hex")}`);
-	return over(data.subarray(HEADER, end), bits, busy);
+	const rows = magic === MARKED_MAGIC ? new Map<string, BusyKey>() : undefined;
+	let at = end + BUSY_HEADER;
+	for (let i = 0; i < count; i++) {
+		if (at + width + (rows ? 8 : 0) > data.length) throw damaged();
+		const k = `0x${Buffer.from(data.subarray(at, at + width)).toString("hex")}`;
+		busy.add(k);
+		at += width;
+		if (!rows) continue;
+		const n = view.getUint32(at, true);
+		const marks = new Float64Array(view.getUint32(at + 4, true));
+		at += 8;
+		if (at + 8 * marks.length > data.length) throw damaged();
+		for (let j = 0; j < marks.length; j++, at += 8) marks[j] = view.getFloat64(at, true);
+		rows.set(k, { rows: n, marks });
+	}
+	if (at !== data.length) throw damaged();
+	return over(data.subarray(HEADER, end), bits, busy, rows);
 }
 
 /** The file of a run's filter. */
