@@ -152,16 +152,20 @@ export function benchCases(t: SynthTargets): BenchCase[] {
 			},
 		});
 	}
-	const token = t.tokens.heavy[0]?.value as string;
-	cases.push({
-		name: "token transfers of the busiest token",
-		kind: "list",
-		path: `/contract/${token}/transfers?asset_type=ft,nft&limit=${LIMIT}`,
-		duckdb: (db) => findTransfers(db, { token, assets: ["ft", "nft"] }, page(t)),
-		pg: {
-			text: `SELECT ${TRANSFER_COLUMNS} FROM transfers WHERE contract = $1 AND block_number BETWEEN $2 AND $3 ORDER BY id LIMIT ${LIMIT + 1}`,
-			values: [token, 0, t.head],
-		},
-	});
+	// The busiest token, and a median one (its few transfers spread over the chain's history).
+	for (const [label, token] of [
+		["the busiest token", t.tokens.heavy[0]?.value as string],
+		["a median token", t.tokens.median[0]?.value as string],
+	] as const)
+		cases.push({
+			name: `token transfers of ${label}`,
+			kind: "list",
+			path: `/contract/${token}/transfers?asset_type=ft,nft&limit=${LIMIT}`,
+			duckdb: (db) => findTransfers(db, { token, assets: ["ft", "nft"] }, page(t)),
+			pg: {
+				text: `SELECT ${TRANSFER_COLUMNS} FROM transfers WHERE contract = $1 AND block_number BETWEEN $2 AND $3 ORDER BY id LIMIT ${LIMIT + 1}`,
+				values: [token, 0, t.head],
+			},
+		});
 	return cases;
 }
