@@ -1,7 +1,7 @@
 import { inList } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import type { Params, Snapshot } from "./store/store.js";
-import { walletRows } from "./wallet-indexes.js";
+import { recordsSource, walletRows } from "./wallet-indexes.js";
 
 export const TRANSFER_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, origin, contract, sender, recipient, value, token_id, batch_values, batch_token_ids, asset_type, token_standard";
@@ -53,7 +53,17 @@ export function findTransfers(db: Snapshot, f: TransferFilter, page: Page): Prom
 	if (f.contracts?.length) where.push(inList("contract", "contract", f.contracts, params));
 	if (!f.address) {
 		const all = where.join(" AND ") || "true";
-		return listRows(db, { dataset: "transfers", columns: TRANSFER_COLUMNS, where: all, params }, page);
+		// A token's transfers come from the contract-sorted index where the chunks have one.
+		const indexes = f.token
+			? [
+					recordsSource(
+						"token_transfers",
+						["address = $token", ...where.filter((w) => w !== "contract = $token")],
+						f.token,
+					),
+				]
+			: undefined;
+		return listRows(db, { dataset: "transfers", columns: TRANSFER_COLUMNS, where: all, params, indexes }, page);
 	}
 	// A wallet's transfers come from the address-sorted index where the chunks have one.
 	const wallet = { address: f.address, direction: f.direction, counterparty: f.counterparty };

@@ -28,7 +28,8 @@ import { nodeCall } from "../helpers/node-rpc.js";
  * ranges that cut through chunks. The same query layer over a copy of the folder whose manifest
  * lists no indexes (the fallback), and over one that lists them for every other chunk only
  * (windows mixing both), and over one whose key filters list nearly every wallet as busy with its
- * rows (windows sized by them), must give the very same rows. By default each case is listed with the
+ * rows (windows sized by them), must give the very same rows; a token's transfers (read from
+ * `token_transfers` by contract) the same. By default each case is listed with the
  * limits and copies planOf gives (every limit for the address on either side); set
  * CHAINLAKE_INDEX_MATRIX=full for every limit of every case through every copy.
  *
@@ -394,6 +395,44 @@ describe("wallet listing through the index files", () => {
 		// Counted in several files (more than one row each), and quiet in every file of the others.
 		expect(busy.filter((s) => typeof s.rows === "number" && s.rows > 1).length).toBeGreaterThan(2);
 		expect((await spans("indexed"))?.every((s) => s.rows === 0 || s.rows === "few")).toBe(true);
+	});
+
+	it("a token's transfers (token_transfers) equal the plain query, with each asset filter and a token id", async () => {
+		const tokens = [work.contracts.token20, work.contracts.token721, work.contracts.token1155, NOBODY];
+		let nonEmpty = 0;
+		calls = 0;
+		for (const token of tokens) {
+			for (const [assets, condition] of [
+				[["ft", "nft"], "asset_type IN ('ft', 'nft')"],
+				[["nft"], "asset_type = 'nft'"],
+				[["multi"], "token_standard = 'erc1155'"],
+			] as const)
+				for (const range of [WHOLE(), ...CUTS()]) {
+					const ids = await referenceIds(
+						`SELECT id FROM read_parquet(${refFiles.transfers}) WHERE contract = $token AND ${condition}
+						 AND block_number BETWEEN $start AND $end ORDER BY id`,
+						{ token, start: range.start, end: range.end },
+					);
+					if (ids.length > 0) nonEmpty++;
+					const list: Lister = (db, page) => findTransfers(db, { token, assets: [...assets] }, page);
+					await checkAll(`token ${token} ${assets} ${range.name}`, list, ids, range);
+				}
+			// A token id: a record field, read through the records' relation.
+			const [first] = await referenceIds(
+				`SELECT token_id AS id FROM read_parquet(${refFiles.transfers}) WHERE contract = $token AND token_id IS NOT NULL ORDER BY id LIMIT 1`,
+				{ token },
+			);
+			if (first === undefined) continue;
+			const ids = await referenceIds(
+				`SELECT id FROM read_parquet(${refFiles.transfers}) WHERE contract = $token
+				 AND (token_id = $tid OR list_contains(batch_token_ids, $tid)) ORDER BY id`,
+				{ token, tid: first },
+			);
+			expect(ids.length).toBeGreaterThan(0);
+			const list: Lister = (db, page) => findTransfers(db, { token, tokenId: first }, page);
+			await checkAll(`token ${token} id ${first}`, list, ids, WHOLE(), { limits: [1, 1000] });
+		}
+		expect(nonEmpty).toBeGreaterThan(8);
 	});
 
 	it("findTransfers (asset types native, ft, nft) equals the plain query", async () => {

@@ -103,6 +103,8 @@ export interface AddressLayout {
 	dataset: AddressDataset;
 	record: readonly string[];
 	stamped: boolean;
+	/** The filter columns kept beside the record (FILTER_COLUMNS of its dataset, or fewer). */
+	filters: Readonly<Record<string, string>>;
 }
 
 /** The first records (`transfer_records_by_address`, `transaction_records_by_address`): every field in the record. */
@@ -110,17 +112,29 @@ const wholeRecord = (dataset: AddressDataset): AddressLayout => ({
 	dataset,
 	record: ADDRESS_FIELDS[dataset],
 	stamped: false,
+	filters: FILTER_COLUMNS[dataset],
 });
 /** Wallet records (`wallet_transfers`, `wallet_transactions`, `wallet_creations`): without the block's fields. */
 const walletRecord = (dataset: AddressDataset): AddressLayout => ({
 	dataset,
 	record: ADDRESS_FIELDS[dataset].filter((f) => !(BLOCK_STAMP_FIELDS as readonly string[]).includes(f)),
 	stamped: true,
+	filters: FILTER_COLUMNS[dataset],
 });
+
+/**
+ * A token's transfers (`token_transfers`), keyed by their contract: a wallet transfer's record,
+ * beside the asset filters only (one side: no `side`; the contract is the key).
+ */
+const tokenRecord: AddressLayout = {
+	...walletRecord("transfers"),
+	filters: { asset_type: "VARCHAR", token_standard: "VARCHAR" },
+};
 
 /** The layout of each by-address records kind. */
 export const ADDRESS_LAYOUTS = {
 	wallet_transfers: walletRecord("transfers"),
+	token_transfers: tokenRecord,
 	wallet_transactions: walletRecord("transactions"),
 	wallet_creations: walletRecord("contract_creations"),
 	transfer_records_by_address: wholeRecord("transfers"),
@@ -128,12 +142,12 @@ export const ADDRESS_LAYOUTS = {
 } as const satisfies Record<string, AddressLayout>;
 export type AddressRecordsKind = keyof typeof ADDRESS_LAYOUTS;
 
-/** The columns of a by-address records file of `dataset`. */
-export const addressRecordColumns = (dataset: AddressDataset): Record<string, string> => ({
+/** The columns of a by-address records file of `layout`. */
+export const addressRecordColumns = (layout: AddressLayout): Record<string, string> => ({
 	address: "VARCHAR",
 	id: "VARCHAR",
 	block_number: "BIGINT",
-	...FILTER_COLUMNS[dataset],
+	...layout.filters,
 	record: "VARCHAR",
 });
 
@@ -145,7 +159,7 @@ export const addressRecordsSql =
 	(layout: AddressLayout, [a, b]: readonly [string, string?]) =>
 	(src: string): string => {
 		const record = `json_array(${layout.record.map((f) => `"${f}"`).join(", ")})::VARCHAR AS record`;
-		const kept = Object.keys(FILTER_COLUMNS[layout.dataset])
+		const kept = Object.keys(layout.filters)
 			.filter((c) => c !== "side")
 			.map((c) => `"${c}", `)
 			.join("");
@@ -174,7 +188,7 @@ function fieldSql(dataset: AddressDataset, f: string, i: number): string {
  * scan) leaves.
  */
 export const recordRelationSql = (layout: AddressLayout, rel: string): string => {
-	const kept = Object.keys(FILTER_COLUMNS[layout.dataset]);
+	const kept = Object.keys(layout.filters);
 	const fields = layout.record.flatMap((f, i) =>
 		kept.includes(f) ? [] : [`${fieldSql(layout.dataset, f, i)} AS "${f}"`],
 	);

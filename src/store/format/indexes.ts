@@ -114,7 +114,7 @@ const addressRecords = (kind: AddressRecordsKind, sides: readonly [string, strin
 		key: "address" as const,
 		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
 		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
-		columns: addressRecordColumns(layout.dataset),
+		columns: addressRecordColumns(layout),
 		doc,
 	};
 };
@@ -130,6 +130,14 @@ export const INDEXES = {
 		"wallet_transactions",
 		["from_address", "to_address"],
 		`every transaction once per address it involves (\`address\` = from_address, then to_address if different) with its \`id\`, \`block_number\`, which side the address is (\`side\`: out, in or self) and its fields as one JSON array (\`record\`: ${ADDRESS_LAYOUTS.wallet_transactions.record.join(", ")}; the block's hash and timestamp are the blocks dataset's); sorted by address and id`,
+	),
+	// A token's transfers (`/contract/{token}/transfers`) read the dataset, every row group holding
+	// one of its rows: 500 ms at M for a median token, its 125 transfers spread over 100 groups of
+	// 65,536 rows, and 20-38 ms for the busiest (BENCHMARKS.md "eighth figures").
+	token_transfers: addressRecords(
+		"token_transfers",
+		["contract"],
+		`every token transfer (ERC-20, ERC-721, ERC-1155) by its contract (\`address\`) with its \`id\`, \`block_number\`, the columns a page filters on (\`asset_type\`, \`token_standard\`) and its fields as one JSON array (\`record\`: as \`wallet_transfers\`); sorted by address and id`,
 	),
 	// A caller's contract creations (a factory's): `/contracts/creates?caller=` read the dataset,
 	// 13 columns of every row group, 8-10 ms at M for a median factory (BENCHMARKS.md "fifth figures").
