@@ -183,8 +183,9 @@ export async function writeKeyFilter(
 	);
 	const busy: string[] = [];
 	const rows: BusyKey[] = [];
-	// CHAINLAKE_BUSY_ROWS sets the threshold instead (tests: busy keys from a small chain).
-	const threshold = Number(process.env.CHAINLAKE_BUSY_ROWS) || busyRows;
+	// CHAINLAKE_BUSY_ROWS sets the threshold instead, for the kinds that keep busy keys (tests:
+	// busy keys from a small chain).
+	const threshold = busyRows === undefined ? undefined : Number(process.env.CHAINLAKE_BUSY_ROWS) || busyRows;
 	// Each busy key's rows in id order (the file's order within a key), every MARK_ROWS-th one's block kept, and the last's.
 	if (threshold !== undefined)
 		for (const part of partPaths(path, parts))
