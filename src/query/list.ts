@@ -3,6 +3,7 @@ import { INDEXES, type IndexDef, type IndexName } from "../store/format/indexes.
 import { hasFiles } from "../store/format/manifest.js";
 import type { ChunkEntry } from "../store/format/records.js";
 import { MARK_ROWS } from "../store/indexes/key-filter.js";
+import { isQuiet } from "./store/key-filters.js";
 import type { KeySpan, Params, Row, Snapshot } from "./store/store.js";
 
 /** Blocks of a page's first query, the probe (unless the query knows its rows a block, as /blocks does). */
@@ -108,7 +109,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const rows: Row[] = [];
 	const used = new Set<IndexSource>();
 	const indexOf = (batch: readonly Piece[]) => q.indexes?.find((i) => batch.every((p) => db.indexed(i.name, p.chunk)));
-	const read = async (window: [number, number], batch: readonly Piece[], index = indexOf(batch)) => {
+	const read = async (window: [number, number], index: IndexSource | undefined) => {
 		const from = index ? (index.from ?? `{${index.name}}`) : `{${q.dataset}}`;
 		const after = page.after === undefined ? "" : ` AND ${key} ${desc ? "<" : ">"} $after`;
 		const sql = `SELECT ${index?.columns ?? q.columns} FROM ${from} WHERE ${blockColumn} BETWEEN $start AND $end AND (${index?.where ?? q.where})${after} ORDER BY ${key} ${desc ? "DESC" : "ASC"} LIMIT $limit`;
@@ -125,25 +126,20 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		for (const index of used) await index.complete?.(out, db);
 		return { rows: out, hasMore };
 	};
-	// A key with few rows in every index file it can be in (Snapshot.quiet: a quiet wallet): one
-	// statement over them all, each file decoding the row group or two that hold it; windows
-	// would cost a statement a file for the same groups, and the probe would read one twice.
+	// A key with few rows in every index file it can be in (a quiet wallet): one statement over
+	// them all, each file decoding the row group or two that hold it; windows would cost a
+	// statement a file for the same groups, and the probe would read one twice.
 	const whole = indexOf(pieces);
-	if (whole?.key !== undefined && (await db.quiet(whole.name, whole.key, [lo, hi]))) {
-		await read([lo, hi], pieces);
+	const spans = whole?.key !== undefined ? await db.keyRows(whole.name, whole.key, [lo, hi]) : null;
+	if (whole && isQuiet(spans)) {
+		await read([lo, hi], whole);
 		return finish();
 	}
 	// A busy key whose files' filters count its rows: windows sized to what the page needs.
-	const spans = whole?.key !== undefined ? await db.keyRows(whole.name, whole.key, [lo, hi]) : null;
 	if (whole && spans) {
 		const next = windowSizer(spans, lo, hi, desc, fewRows(whole.name));
 		for (let w = next(page.limit + 1); w; w = next(page.limit + 1 - rows.length)) {
-			const [from, to] = w;
-			await read(
-				w,
-				pieces.filter((p) => p.to >= from && p.from <= to),
-				whole,
-			);
+			await read(w, whole);
 			if (rows.length > page.limit) break;
 		}
 		return finish();
@@ -154,10 +150,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const probe: [number, number] = desc
 		? [Math.max(lo, edge - probeBlocks + 1), edge]
 		: [edge, Math.min(hi, edge + probeBlocks - 1)];
-	await read(
-		probe,
-		pieces.filter((c) => c.to >= probe[0] && c.from <= probe[1]),
-	);
+	await read(probe, indexOf(pieces.filter((c) => c.to >= probe[0] && c.from <= probe[1])));
 	// Then the windows, without the blocks the probe read.
 	const byIndex = whole !== undefined;
 	for (let i = 0, size = 1, want = WINDOW_ROWS; i < pieces.length && rows.length <= page.limit; size *= 2, want *= 2) {
@@ -167,7 +160,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		const [a, b] = [batch[0] as Piece, batch.at(-1) as Piece];
 		const from = Math.max(lo, Math.min(a.from, b.from), desc ? lo : probe[1] + 1);
 		const to = Math.min(hi, Math.max(a.to, b.to), desc ? probe[0] - 1 : hi);
-		if (from <= to) await read([from, to], batch);
+		if (from <= to) await read([from, to], indexOf(batch));
 	}
 	return finish();
 }

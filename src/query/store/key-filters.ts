@@ -83,23 +83,6 @@ export function keyFilters(dataDir: string, options: Pick<StoreOptions, "files">
 					if (f.filter) out.push(f.filter);
 		return out;
 	};
-	const quiet = async (
-		manifest: Manifest | null,
-		index: IndexName,
-		key: string,
-		window: readonly [number, number],
-	): Promise<boolean> => {
-		if (!manifest) return false;
-		const paths = indexFiles(dataDir, manifest, index, window).map((f) => f.filter);
-		if (paths.some((p) => p === undefined)) return false;
-		await loadFilters(paths as string[]);
-		const k = key.toLowerCase();
-		// A file without a filter, or whose filter keeps no busy list, may hold many of its rows.
-		return paths.every((p) => {
-			const f = filters.get(p as string);
-			return f !== undefined && (!f.has(k) || (f.busy !== undefined && !f.busy.has(k)));
-		});
-	};
 	const keyRows = async (
 		manifest: Manifest | null,
 		index: IndexName,
@@ -114,9 +97,11 @@ export function keyFilters(dataDir: string, options: Pick<StoreOptions, "files">
 		const out: KeySpan[] = [];
 		for (const f of files) {
 			const filter = filters.get(f.filter as string);
-			// A file without a filter, or whose filter does not count its busy keys: nothing to size by.
-			if (filter === undefined || filter.busy === undefined) return null;
+			// A file without a filter, or whose filter keeps no busy list, may hold many of its rows;
+			// one that does not count its busy keys gives nothing to size by.
+			if (filter === undefined) return null;
 			if (!filter.has(k)) out.push({ from: f.from, to: f.to, rows: 0 });
+			else if (filter.busy === undefined) return null;
 			else if (!filter.busy.has(k)) out.push({ from: f.from, to: f.to, rows: "few" });
 			else {
 				const busy = filter.busyRows?.get(k);
@@ -126,5 +111,16 @@ export function keyFilters(dataDir: string, options: Pick<StoreOptions, "files">
 		}
 		return out;
 	};
+	const quiet = async (
+		manifest: Manifest | null,
+		index: IndexName,
+		key: string,
+		window: readonly [number, number],
+	): Promise<boolean> => isQuiet(await keyRows(manifest, index, key, window));
 	return { filters, loadFilters, filtersOf, quiet, keyRows };
+}
+
+/** Whether a key's files (keyRows) all rule it out or hold few of its rows: then one statement reads them all. */
+export function isQuiet(spans: readonly KeySpan[] | null): boolean {
+	return spans?.every((s) => s.rows === 0 || s.rows === "few") === true;
 }

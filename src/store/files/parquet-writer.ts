@@ -208,15 +208,19 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 					if (i === 0) crashPoint(written);
 					await writeSmallGroups(conn, select, part, def.rowGroupSize);
 				} else {
+					const copy = `COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`;
+					await conn.run(copy);
 					// DuckDB's parallel COPY writes a file of between one and two row groups' rows (2,049 to
-					// 4,095 at 2,048; DuckDB 1.5) as one oversized group; with one thread it cuts it.
-					const rows = parts === 1 ? count : await countOf(`SELECT count(*) FROM (${partRows(i, parts)})`);
-					const oneThread = rows > def.rowGroupSize && rows < 2 * def.rowGroupSize;
-					if (oneThread) await conn.run("SET threads = 1");
-					try {
-						await conn.run(`COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`);
-					} finally {
-						if (oneThread) await conn.run(`SET threads = ${WRITER_THREADS}`);
+					// 4,095 at 2,048; DuckDB 1.5) as one oversized group; with one thread it cuts it. The
+					// footer says so (no scan of the part's rows), and only such a part is written again.
+					const largest = `SELECT max(row_group_num_rows) FROM parquet_metadata(${quote(`${part}.tmp`)})`;
+					if ((await countOf(largest)) > def.rowGroupSize) {
+						await conn.run("SET threads = 1");
+						try {
+							await conn.run(copy);
+						} finally {
+							await conn.run(`SET threads = ${WRITER_THREADS}`);
+						}
 					}
 					await fsyncFile(`${part}.tmp`);
 					if (i === 0) crashPoint(written);
