@@ -1,5 +1,12 @@
+import { itemId } from "../extract/ids.js";
 import { ADDRESS_FIELDS, type AddressDataset, type AddressLayout } from "../store/format/address-records.js";
-import { BLOCK_RECORD_FIELDS, LOG_RECORD_FIELDS, TX_RECORD_FIELDS } from "../store/format/lookup-records.js";
+import {
+	BLOCK_RECORD_FIELDS,
+	LOG_RECORD_FIELDS,
+	LOG_SLIM_FIELDS,
+	TX_RECORD_FIELDS,
+	TX_SLIM_FIELDS,
+} from "../store/format/lookup-records.js";
 import { type Column, SCHEMAS } from "../store/format/schema.js";
 import type { Row } from "./store/store.js";
 
@@ -17,19 +24,29 @@ function fields(names: readonly string[], values: readonly unknown[], into: Row)
 	return into;
 }
 
-/** A transaction and its logs from its record. */
+/**
+ * A transaction and its logs from its record. A slim record (TX_SLIM_FIELDS, its logs'
+ * LOG_SLIM_FIELDS) gets its ids rebuilt here and its block's hash and timestamp left `undefined`
+ * for fillBlockStamps (query/wallet-indexes.ts); a record written before holds them all.
+ */
 export function decodeTransactionRecord(hash: string, record: string): { tx: Row; logs: Row[] } {
 	const values = JSON.parse(record) as unknown[];
-	const tx = fields(TX_RECORD_FIELDS, values, { transaction_hash: hash });
-	const logs = ((values[TX_RECORD_FIELDS.length] ?? []) as unknown[][]).map((l) =>
-		fields(LOG_RECORD_FIELDS, l, {
+	const slim = values.length === TX_SLIM_FIELDS.length + 1;
+	const tx = fields(slim ? TX_SLIM_FIELDS : TX_RECORD_FIELDS, values, { transaction_hash: hash });
+	const block = Number(tx.block_number);
+	const index = Number(tx.transaction_index);
+	if (slim) Object.assign(tx, { id: itemId(block, index, 0), block_hash: undefined, block_timestamp: undefined });
+	const logs = ((values.at(-1) ?? []) as unknown[][]).map((l) => {
+		const log = fields(slim ? LOG_SLIM_FIELDS : LOG_RECORD_FIELDS, l, {
 			transaction_hash: hash,
 			block_hash: tx.block_hash,
 			block_number: tx.block_number,
 			block_timestamp: tx.block_timestamp,
 			origin: tx.from_address,
-		}),
-	);
+		});
+		if (slim) log.id = itemId(block, index, Number(log.log_index));
+		return log;
+	});
 	return { tx, logs };
 }
 

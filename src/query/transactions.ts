@@ -3,7 +3,7 @@ import { inList } from "./conditions.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import { decodeTransactionRecord } from "./records-decode.js";
 import type { Params, Row, Snapshot } from "./store/store.js";
-import { walletRows } from "./wallet-indexes.js";
+import { fillBlockStamps, walletRows } from "./wallet-indexes.js";
 
 export const TX_COLUMNS =
 	"id, transaction_hash, block_hash, block_number, block_timestamp, transaction_index, from_address, to_address, value, input, nonce, status, transaction_type, fee, gas_used, cumulative_gas_used, gas, gas_price, effective_gas_price, max_fee_per_gas, max_priority_fee_per_gas, contract_address, r, s, v";
@@ -46,7 +46,14 @@ export async function findTransactionWithLogs(
 			undefined,
 			hash,
 		);
-		return row ? decodeTransactionRecord(hash, row.record as string) : undefined;
+		if (!row) return undefined;
+		const found = decodeTransactionRecord(hash, row.record as string);
+		if (found.tx.block_hash === undefined) {
+			await fillBlockStamps([found.tx], db);
+			for (const log of found.logs)
+				Object.assign(log, { block_hash: found.tx.block_hash, block_timestamp: found.tx.block_timestamp });
+		}
+		return found;
 	}
 	const tx = await findTransaction(db, hash);
 	return tx ? { tx, logs: await logsOfTransactions(db, [tx]) } : undefined;

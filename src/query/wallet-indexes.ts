@@ -27,8 +27,8 @@ const KINDS: Record<
 };
 
 /**
- * Puts back the block hash and timestamp of the rows decoded from wallet records (those left
- * `undefined`: addressRecordDecoder), from the snapshot's blocks. A block the blocks files lack
+ * Puts back the block hash and timestamp of the rows decoded from wallet or transaction records
+ * (those left `undefined`: addressRecordDecoder, decodeTransactionRecord), from the snapshot's blocks. A block the blocks files lack
  * is a damaged folder, not an answer.
  */
 export async function fillBlockStamps(rows: Row[], db: Snapshot): Promise<void> {
@@ -40,7 +40,7 @@ export async function fillBlockStamps(rows: Row[], db: Snapshot): Promise<void> 
 		if (!s)
 			throw new DamagedDataError(
 				"DATA_DAMAGED",
-				`block ${r.block_number} of a wallet's rows is missing from the blocks files of ${db.chain}: run \`npm run verify\` on the data folder`,
+				`block ${r.block_number} of rows read from an index is missing from the blocks files of ${db.chain}: run \`npm run verify\` on the data folder`,
 			);
 		r.block_hash = s.hash;
 		r.block_timestamp = s.timestamp;

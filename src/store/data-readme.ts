@@ -77,14 +77,17 @@ data/<chain>/views.sql                                  DuckDB views, written by
 - Rows are sorted in chain order (the \`id\`, or \`number\` for blocks) in every file: block
   ranges and id-based paging read contiguous rows, and min/max statistics on \`block_number\`
   and \`id\` prune whole row groups and files.
-- Row groups of ${PARQUET_OPTIONS.ROW_GROUP_SIZE.toLocaleString("en")} rows, ${PARQUET_OPTIONS.COMPRESSION} compression.
-- Bloom filters (false-positive ratio ${PARQUET_OPTIONS.BLOOM_FILTER_FALSE_POSITIVE_RATIO}) on every dictionary-encoded column.
-  DuckDB writes bloom filters only for dictionary-encoded column chunks, so the writer raises
-  the dictionary limit to the row-group size: addresses (\`from_address\`, \`to_address\`,
-  \`sender\`, \`recipient\`, \`address\`, \`caller\`, ...) and hashes (\`transaction_hash\`, \`hash\`)
-  get bloom filters, and "all transfers of this address" or "this tx hash" skips every row group
-  whose filter rules the value out. Check with
-  \`SELECT path_in_schema, bloom_filter_length FROM parquet_metadata('data/eip155-1/transfers/*.parquet')\`.
+- Row groups of ${PARQUET_OPTIONS.ROW_GROUP_SIZE.toLocaleString("en")} rows, ${PARQUET_OPTIONS.COMPRESSION} compression, Parquet
+  format version 2 pages (delta-encoded integers and string lengths, part of the format since
+  Parquet 2.0; the project's tests read them with DuckDB, hyparquet and ClickHouse).
+- Dictionaries where they pay (DuckDB's own choice: a column with few enough distinct values a
+  row group, such as a transfer's \`contract\` or \`transaction_hash\`, or a block's hash in its
+  rows), each with a bloom filter (false-positive ratio ${PARQUET_OPTIONS.BLOOM_FILTER_FALSE_POSITIVE_RATIO}): DuckDB writes them for
+  dictionary-encoded chunks only. All-distinct columns (a transaction's hash, a transfer's
+  sender) are plain: their lookups are the index files' (below), which the API reads; a
+  query of the datasets by block is pruned by min/max statistics. Folders written before
+  issue 26 have a dictionary and a bloom filter on every column. Check with
+  \`SELECT path_in_schema, encodings, bloom_filter_length FROM parquet_metadata('data/eip155-1/transfers/*.parquet')\`.
 
 ## Querying offline
 

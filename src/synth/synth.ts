@@ -124,7 +124,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 		try {
 			await conn.run(`CREATE OR REPLACE TEMP TABLE s_out AS ${select}`);
 			const n = Number(await scalar("SELECT count(*) FROM s_out"));
-			await conn.run(`COPY (SELECT * FROM s_out) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions(n)})`);
+			await conn.run(`COPY (SELECT * FROM s_out) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions()})`);
 			await rename(`${path}.tmp`, path);
 			return n;
 		} finally {

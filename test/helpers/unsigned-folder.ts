@@ -41,8 +41,7 @@ export async function rewriteListed(
 				return expr == null ? `"${name}"` : `${expr} AS "${name}"`;
 			});
 			if (!changed) continue;
-			const rows = Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM ${src}`)).getRows()[0]?.[0]);
-			const options = kind in INDEXES ? indexCopyOptions(kind as IndexName) : parquetCopyOptions(rows);
+			const options = kind in INDEXES ? indexCopyOptions(kind as IndexName) : parquetCopyOptions();
 			await conn.run(
 				`COPY (SELECT ${select.join(", ")} FROM ${src} ORDER BY file_row_number) TO ${quote(`${path}.tmp`)} (${options})`,
 			);

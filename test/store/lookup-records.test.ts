@@ -1,10 +1,12 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { cp, mkdtemp, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { INDEXES } from "../../src/store/format/indexes.js";
 import { partitionPath } from "../../src/store/format/layout.js";
+import { LOG_RECORD_FIELDS, TX_RECORD_FIELDS } from "../../src/store/format/lookup-records.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
+import { listedPaths } from "../../src/store/indexes/listing.js";
 import { reindexChain } from "../../src/store/repair/reindex.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
@@ -55,6 +57,41 @@ const olderCopyOf = (name: string) =>
 		["transactions_by_hash", "transaction_records"],
 		["blocks_by_hash", "block_records"],
 	]);
+
+/**
+ * A copy of `fresh` whose transaction records are as written before they were slimmed: every
+ * field of TX_RECORD_FIELDS (the ids, the block's hash and timestamp) and each log's id. The same
+ * files and keys, each rewritten from the datasets.
+ */
+async function fullRecordsCopy(name: string): Promise<string> {
+	const to = join(root, name);
+	await cp(fresh, to, { recursive: true });
+	const m = await loadManifest(to, CHAIN_ID, CHAIN);
+	const files = [...listedPaths(to, m)].filter((f) => f.includes("/transaction_records/") && f.endsWith(".parquet"));
+	expect(files.length).toBeGreaterThan(0);
+	const cols = (alias: string, fields: readonly string[]) => fields.map((f) => `${alias}."${f}"`).join(", ");
+	const views = await openViews(to, CHAIN);
+	try {
+		for (const file of files) {
+			await views.rows(
+				`COPY (SELECT r.hash, json_array(${cols("t", TX_RECORD_FIELDS)}, coalesce(l.logs, []))::VARCHAR AS record
+				 FROM read_parquet($f) r JOIN transactions t ON t.transaction_hash = r.hash LEFT JOIN (
+				   SELECT g.transaction_hash, list(json_array(${cols("g", LOG_RECORD_FIELDS)}) ORDER BY g.log_index) AS logs
+				   FROM logs g GROUP BY ALL) l ON l.transaction_hash = r.hash ORDER BY r.hash)
+				 TO '${file}.full' (FORMAT parquet, COMPRESSION zstd)`,
+				{ f: file },
+			);
+			const [full] = await views.rows(
+				`SELECT json_array_length(record) AS n FROM read_parquet('${file}.full') LIMIT 1`,
+			);
+			if (full) expect(Number(full.n)).toBe(TX_RECORD_FIELDS.length + 1);
+		}
+	} finally {
+		views.close();
+	}
+	for (const file of files) await rename(`${file}.full`, file);
+	return to;
+}
 
 beforeAll(async () => {
 	anvil = await startAnvil({ chainId: CHAIN });
@@ -134,5 +171,21 @@ describe("lookup records", () => {
 		}
 		expect(after.runs?.some((r) => r.index === "transactions_by_hash" || r.index === "blocks_by_hash")).toBeFalsy();
 		expect(await lookups(older)).toEqual(now);
+	});
+
+	it("records leave out the ids and the block's hash and timestamp, and records written with them answer the same", async () => {
+		const views = await openViews(fresh, CHAIN);
+		try {
+			const m = await loadManifest(fresh, CHAIN_ID, CHAIN);
+			const file = [...listedPaths(fresh, m)].find(
+				(f) => f.includes("/transaction_records/") && f.endsWith(".parquet"),
+			);
+			const [row] = await views.rows("SELECT record FROM read_parquet($f) LIMIT 1", { f: String(file) });
+			const values = JSON.parse(String(row?.record)) as unknown[];
+			expect(values.length).toBe(TX_RECORD_FIELDS.length - 3 + 1);
+		} finally {
+			views.close();
+		}
+		expect(await lookups(await fullRecordsCopy("full-records"))).toEqual(await lookups(fresh));
 	});
 });

@@ -21,18 +21,25 @@ import { writeSmallGroups } from "./small-groups.js";
  * - ROW_GROUP_SIZE: row groups are the unit DuckDB skips with min/max statistics and bloom
  *   filters; 64k rows keeps a point lookup's read small while the per-group metadata stays
  *   negligible.
- * - DICTIONARY_SIZE_LIMIT (entries per row group): DuckDB writes bloom filters only for
- *   dictionary-encoded chunks, and by default gives up on dictionaries for high-cardinality
- *   columns (addresses, hashes), so they would get none. Set per file to the largest row group's
- *   row count, so even an all-distinct column fits its dictionary and gets a bloom filter
- *   (test/store checks with parquet_metadata()). Not one fixed large value: DuckDB allocates
- *   for the limit up front in every column, which made a 4-row file take seconds (measured).
- * - zstd: the best size for hex-heavy data at a modest CPU cost.
+ * - Dictionaries where DuckDB finds them worth it (its default limit, a twentieth of a row
+ *   group's rows): repeating columns (a transfer's contract, its transaction's hash, a block's
+ *   hash) are dictionary-encoded and get bloom filters (DuckDB writes them for dictionary-encoded
+ *   chunks only); all-distinct ones (a transaction's hash, r and s, a transfer's sender and value)
+ *   are plain. Until issue 26 every column was forced into a dictionary, for a bloom filter each:
+ *   21% of the transactions' bytes and 13% of the transfers' on M (BENCHMARKS.md), for lookups
+ *   the index files answer now (a transaction or a block by hash, a wallet's rows), while reads of
+ *   the datasets go by block, which min/max statistics prune.
+ * - PARQUET_VERSION V2: DuckDB's newer page format and encodings (delta-encoded integers and
+ *   string lengths): 3-5% fewer bytes than V1 for the same write time on M (BENCHMARKS.md); DuckDB,
+ *   hyparquet and ClickHouse (chdb) read them (test/synth, test/engines).
+ * - zstd: the best size for hex-heavy data at a modest CPU cost (levels 6 and 9 saved under 3%
+ *   for 2-3x the write time).
  */
 export const PARQUET_OPTIONS = {
 	ROW_GROUP_SIZE: 65_536,
 	BLOOM_FILTER_FALSE_POSITIVE_RATIO: 0.01,
 	COMPRESSION: "zstd",
+	PARQUET_VERSION: "V2",
 } as const;
 
 export interface ParquetWriter {
@@ -139,10 +146,10 @@ const STAGING_ROW_GROUP_SIZE = 8_192;
 const stagingDirOf = (path: string): string =>
 	stagingDir(dirname(dirname(dirname(path))), basename(dirname(dirname(path))));
 
-/** The COPY options for a file of `rows` rows (see PARQUET_OPTIONS for the dictionary limit). */
-export function parquetCopyOptions(rows: number): string {
+/** The COPY options of a dataset file (PARQUET_OPTIONS). */
+export function parquetCopyOptions(): string {
 	const fixed = Object.entries(PARQUET_OPTIONS).map(([k, v]) => `${k} ${typeof v === "string" ? quote(v) : v}`);
-	return `FORMAT parquet, ${fixed.join(", ")}, DICTIONARY_SIZE_LIMIT ${Math.min(rows, PARQUET_OPTIONS.ROW_GROUP_SIZE) + 1}`;
+	return `FORMAT parquet, ${fixed.join(", ")}`;
 }
 
 /**
@@ -265,7 +272,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				await writeNdjson(staged, rows);
 				await conn.run(
 					`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${typed.join(", ")}}) ORDER BY ${order})
-				 TO ${quote(tmp)} (${parquetCopyOptions(rows.length)})`,
+				 TO ${quote(tmp)} (${parquetCopyOptions()})`,
 				);
 				await fsyncFile(tmp);
 				crashPoint("parquet.write.tmp-written");
@@ -287,7 +294,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			const tmp = `${path}.tmp`;
 			return removingOnFailure([tmp], async () => {
 				await conn.run(
-					`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions(n)})`,
+					`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions()})`,
 				);
 				await fsyncFile(tmp);
 				crashPoint("parquet.merge.tmp-written");
@@ -311,7 +318,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 						`CREATE OR REPLACE TEMP TABLE concat_rows AS SELECT * FROM read_parquet([${files.map(quote).join(", ")}])`,
 					);
 					n = await countOf("SELECT count(*)::BIGINT FROM concat_rows");
-					await conn.run(`COPY (SELECT * FROM concat_rows) TO ${quote(tmp)} (${parquetCopyOptions(n)})`);
+					await conn.run(`COPY (SELECT * FROM concat_rows) TO ${quote(tmp)} (${parquetCopyOptions()})`);
 				} finally {
 					await conn.run("DROP TABLE IF EXISTS concat_rows");
 					await conn.run(`SET threads = ${WRITER_THREADS}`);

@@ -42,7 +42,7 @@ interface FileOf {
 	from: string;
 	to: string;
 	order: string;
-	options: (rows: number) => string;
+	options: () => string;
 	blocks: boolean;
 	/** It has a key filter beside it (index files): copied to the new name. */
 	filter: boolean;
@@ -76,19 +76,13 @@ async function rewrite(writer: ParquetWriter, f: FileOf): Promise<void> {
 	const columns = await columnsOf(writer, f.from);
 	if (!stale(f, columns)) await copyDurably(f.from, f.to);
 	else {
-		const [counted] = await writer.select(`SELECT count(*)::BIGINT AS n FROM read_parquet(${quote(f.from)})`);
-		const rows = Number(counted?.n ?? 0);
 		const select = columns
 			.map(([c, t]) => {
 				const type = upgraded(f, c, t);
 				return type === t ? ident(c) : `CAST(${ident(c)} AS ${type}) AS ${ident(c)}`;
 			})
 			.join(", ");
-		await writer.copy(
-			`SELECT ${select} FROM read_parquet(${quote(f.from)}) ORDER BY ${f.order}`,
-			f.to,
-			f.options(rows),
-		);
+		await writer.copy(`SELECT ${select} FROM read_parquet(${quote(f.from)}) ORDER BY ${f.order}`, f.to, f.options());
 	}
 	// Key filters hold the keys only, which a rewrite keeps (index files before filters have none).
 	if (f.filter && existsSync(filterPath(f.from))) await copyDurably(filterPath(f.from), filterPath(f.to));
