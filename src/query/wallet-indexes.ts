@@ -28,8 +28,8 @@ const KINDS: Record<
 
 /**
  * Puts back the block hash and timestamp of the rows decoded from wallet or transaction records
- * (those left `undefined`: addressRecordDecoder, decodeTransactionRecord), from the snapshot's blocks. A block the blocks files lack
- * is a damaged folder, not an answer.
+ * (those left `undefined`: addressRecordDecoder, decodeTransactionRecord), from the snapshot's
+ * blocks. A block the blocks files lack is a damaged folder, not an answer.
  */
 export async function fillBlockStamps(rows: Row[], db: Snapshot): Promise<void> {
 	const bare = rows.filter((r) => r.block_hash === undefined);

@@ -85,8 +85,8 @@ data/<chain>/views.sql                                  DuckDB views, written by
   rows), each with a bloom filter (false-positive ratio ${PARQUET_OPTIONS.BLOOM_FILTER_FALSE_POSITIVE_RATIO}): DuckDB writes them for
   dictionary-encoded chunks only. All-distinct columns (a transaction's hash, a transfer's
   sender) are plain: their lookups are the index files' (below), which the API reads; a
-  query of the datasets by block is pruned by min/max statistics. Folders written before
-  issue 26 have a dictionary and a bloom filter on every column. Check with
+  query of the datasets by block is pruned by min/max statistics. Files written by earlier
+  versions have a dictionary and a bloom filter on every column, and V1 pages. Check with
   \`SELECT path_in_schema, encodings, bloom_filter_length FROM parquet_metadata('data/eip155-1/transfers/*.parquet')\`.
 
 ## Querying offline
