@@ -21,7 +21,8 @@ import { blockRecordsSql, RECORD_COLUMNS, transactionRecordsSql } from "./lookup
  * (sender and recipient, from and to). Parquet keeps min/max statistics per row group, so in a
  * file sorted by address a wallet's rows sit in one or a few row groups that a query reads
  * while skipping the rest; in the chain-ordered dataset files the same rows are spread over
- * every row group and only bloom filters (one probe per row group and column) can skip any.
+ * every row group, which only a bloom filter could skip (the datasets keep them for their
+ * repeating columns only: parquet-writer.ts PARQUET_OPTIONS).
  *
  * They are plain Parquet next to the datasets (`<data>/<chain>/<index>/<index>_<range>.parquet`),
  * derived from the chunk's dataset file whenever it is written, merged or replaced, and listed in
