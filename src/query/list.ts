@@ -63,7 +63,7 @@ export interface ListQuery {
  * src/query (never text from a request), every value in it a bound parameter from `params`.
  * Fetches limit + 1 rows to know whether another page exists.
  *
- * A quiet wallet (an index key no file lists as busy: Snapshot.quiet) is read in one statement
+ * A quiet wallet (an index key no file lists as busy: isQuiet of Snapshot.keyRows) is read in one statement
  * over every file it can be in; a busy one whose files' filters count its rows, in windows sized
  * by them (windowSizer). Other rows are read a window of blocks at a time, in the page's
  * order, stopping once the page is full: windows hold disjoint block ranges, so the first

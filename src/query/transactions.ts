@@ -48,11 +48,7 @@ export async function findTransactionWithLogs(
 		);
 		if (!row) return undefined;
 		const found = decodeTransactionRecord(hash, row.record as string);
-		if (found.tx.block_hash === undefined) {
-			await fillBlockStamps([found.tx], db);
-			for (const log of found.logs)
-				Object.assign(log, { block_hash: found.tx.block_hash, block_timestamp: found.tx.block_timestamp });
-		}
+		await fillBlockStamps([found.tx, ...found.logs], db);
 		return found;
 	}
 	const tx = await findTransaction(db, hash);

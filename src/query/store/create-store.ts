@@ -84,7 +84,6 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				hasDataset: (dataset) => listedFiles(dataDir, manifest, dataset).length > 0,
 				query: (sql, params = {}, window, key) => run(manifest, sql, params, budget, window, key),
 				indexed: (index, chunk) => manifest !== null && isIndexed(manifest, index, chunk),
-				quiet: (index, key, window) => keys.quiet(manifest, index, key, window),
 				keyRows: (index, key, window) => keys.keyRows(manifest, index, key, window),
 				blockStamps: (blocks) =>
 					stamps(chain, manifest, blocks, (sql, params, window) => run(manifest, sql, params, budget, window)),

@@ -18,8 +18,6 @@ export interface KeyFilters {
 	loadFilters(paths: readonly string[]): Promise<unknown>;
 	/** The filters of the index files `sql` would read for `window`. */
 	filtersOf(manifest: Manifest | null, sql: string, window?: readonly [number, number]): string[];
-	/** Whether `key` is in no file of `index` over `window` as a busy key (Snapshot.quiet). */
-	quiet(manifest: Manifest | null, index: IndexName, key: string, window: readonly [number, number]): Promise<boolean>;
 	/** The files of `index` over `window` with `key`'s rows in each (Snapshot.keyRows). */
 	keyRows(
 		manifest: Manifest | null,
@@ -111,13 +109,7 @@ export function keyFilters(dataDir: string, options: Pick<StoreOptions, "files">
 		}
 		return out;
 	};
-	const quiet = async (
-		manifest: Manifest | null,
-		index: IndexName,
-		key: string,
-		window: readonly [number, number],
-	): Promise<boolean> => isQuiet(await keyRows(manifest, index, key, window));
-	return { filters, loadFilters, filtersOf, quiet, keyRows };
+	return { filters, loadFilters, filtersOf, keyRows };
 }
 
 /** Whether a key's files (keyRows) all rule it out or hold few of its rows: then one statement reads them all. */

@@ -83,12 +83,6 @@ export interface Snapshot {
 	/** Whether a chunk's rows of `index` can be read (its own index file, or a merged run). */
 	indexed(index: IndexName, chunk: ChunkEntry): boolean;
 	/**
-	 * Whether `key` has few rows in every file of `index` over `window` (each file's key filter
-	 * rules it out or does not list it busy: store/indexes/key-filter.ts): then its rows there sit
-	 * in a row group or two of each file, and one statement can read them all.
-	 */
-	quiet(index: IndexName, key: string, window: readonly [number, number]): Promise<boolean>;
-	/**
 	 * The files of `index` over `window`, in block order, each with `key`'s rows in it as its key
 	 * filter tells (none, "few", or a busy key's count): what a busy wallet's windows are sized by
 	 * (list.ts). Null where a file's filter cannot say (no filter, or written before the counts).

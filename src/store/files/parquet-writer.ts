@@ -21,8 +21,9 @@ import { writeSmallGroups } from "./small-groups.js";
  * - ROW_GROUP_SIZE: row groups are the unit DuckDB skips with min/max statistics and bloom
  *   filters; 64k rows keeps a point lookup's read small while the per-group metadata stays
  *   negligible.
- * - Dictionaries where DuckDB finds them worth it (its default limits): repeating columns (a transfer's contract, its transaction's hash, a block's
- *   hash) are dictionary-encoded and get bloom filters (DuckDB writes them for dictionary-encoded
+ * - Dictionaries where DuckDB finds them worth it (its default limits): repeating columns (a
+ *   transfer's contract, its transaction's hash, a block's hash) are dictionary-encoded and get
+ *   bloom filters (DuckDB writes them for dictionary-encoded
  *   chunks only); all-distinct ones (a transaction's hash, r and s, a transfer's sender and value)
  *   are plain. Until issue 26 every column was forced into a dictionary, for a bloom filter each:
  *   21% of the transactions' bytes and 13% of the transfers' on M (BENCHMARKS.md), for lookups
