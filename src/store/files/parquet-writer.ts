@@ -33,7 +33,7 @@ import { writeSmallGroups } from "./small-groups.js";
  *   string lengths): 3-5% fewer bytes than V1 for the same write time on M (BENCHMARKS.md); DuckDB,
  *   hyparquet and ClickHouse (chdb) read them (test/synth, test/engines).
  * - zstd: the best size for hex-heavy data at a modest CPU cost (levels 6 and 9 saved under 3%
- *   for 2-3x the write time).
+ *   for 1.9-2.7x the write time, BENCHMARKS.md).
  */
 export const PARQUET_OPTIONS = {
 	ROW_GROUP_SIZE: 65_536,
