@@ -1,11 +1,4 @@
-import {
-	amountOfParts,
-	LIMBS,
-	normalizedPartsSql,
-	PARTS,
-	positiveSql,
-	somePositiveLimbSql,
-} from "../store/format/amounts.js";
+import { amountOfParts, amountSql, LIMBS, PARTS, partsOfAmount, somePositiveLimbSql } from "../store/format/amounts.js";
 import { RANKS } from "../store/format/records.js";
 import { deltaSums } from "./deltas.js";
 import type { Params, Snapshot } from "./store/store.js";
@@ -28,8 +21,11 @@ export interface HolderCursor {
 /** Most significant part first (amounts.ts normalizedPartsSql). */
 const ORDER = [...PARTS].reverse();
 
-/** SQL of "the row comes after cursor `c`" in (balance descending, address ascending) order. */
-function afterSql(c: HolderCursor, params: Params): string {
+/**
+ * SQL of "the ranked row comes after cursor `c`" in (balance descending, address ascending)
+ * order, on the ranks file's normalized parts.
+ */
+function afterPartsSql(c: HolderCursor, params: Params): string {
 	for (let i = 0; i < ORDER.length; i++) params[`c${i}`] = c.parts[i] ?? "0";
 	params.ca = c.address;
 	const equal = (upTo: number) => ORDER.slice(0, upTo).map((e, j) => `${e} = $c${j}::HUGEINT`);
@@ -41,8 +37,9 @@ function afterSql(c: HolderCursor, params: Params): string {
 /**
  * One page of the holders of an ERC-20 token as of block `at` (default: the head), by balance,
  * largest first (then by address), positive balances only (the zero address holds minus the
- * supply; a token whose events break its own books can leave others below zero too); exact, the order included: the token's sums of the `erc20_holders` index
- * (query/deltas.ts) put in order by DuckDB with the carries done (amounts.ts).
+ * supply; a token whose events break its own books can leave others below zero too); exact, the
+ * order included: the token's sums of the `erc20_holders` index (query/deltas.ts) added up as
+ * DuckDB BIGNUMs and put in order by DuckDB (amounts.ts amountSql).
  */
 export async function tokenHolders(
 	db: Snapshot,
@@ -59,7 +56,13 @@ export async function tokenHolders(
 	const since = ranks && ranks.to <= n && (await db.ranked(token)) ? ranks.to : undefined;
 	const q = await deltaSums(db, { kind: "erc20", by: "token", value: token, n, since });
 	const params: Params = { ...q.params, zero: ZERO_ADDRESS, limit: page.limit + 1 };
-	const after = page.after ? afterSql(page.after, params) : "true";
+	// (On a summed balance `b`, amountSql.)
+	let after = "true";
+	if (page.after) {
+		params.cb = amountOfParts([...page.after.parts].reverse()).toString();
+		params.ca = page.after.address;
+		after = "(b < $cb::BIGNUM OR (b = $cb::BIGNUM AND address > $ca))";
+	}
 	const ctes = [...q.ctes];
 	if (since !== undefined) {
 		// The holdings unchanged since the ranks keep their order there: the next ones after the
@@ -67,20 +70,21 @@ export async function tokenHolders(
 		// are the only unchanged ones that can be on the page. The changed ones are added up with
 		// their ranked balances. (`sums` is renamed: the page reads the total.)
 		const limbs = LIMBS.join(", ");
+		const rankedAfter = page.after ? afterPartsSql(page.after, params) : "true";
 		const last = ctes.pop() as string;
 		ctes.push(
 			last.replace(/^sums AS/, "later AS"),
 			`r AS (SELECT address, ${LIMBS.map((l) => `${l}::HUGEINT AS ${l}`).join(", ")}, last_block AS seen, ${PARTS.join(", ")}, rank FROM {${RANKS}} WHERE token = $v)`,
-			`base AS ((SELECT address, ${limbs}, seen FROM r WHERE ${after} ORDER BY rank LIMIT $limit + (SELECT count(*) FROM later))
+			`base AS ((SELECT address, ${limbs}, seen FROM r WHERE ${rankedAfter} ORDER BY rank LIMIT $limit + (SELECT count(*) FROM later))
 			  UNION (SELECT address, ${limbs}, seen FROM r WHERE address IN (SELECT address FROM later)))`,
 			`sums AS (SELECT address, ${LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ")}, max(seen) AS seen FROM (SELECT * FROM base UNION ALL BY NAME SELECT * FROM later) GROUP BY address)`,
 		);
 	}
 	const rows = await db.query(
-		`WITH ${ctes.join(", ")}, t AS (SELECT address, seen, ${normalizedPartsSql()} FROM sums WHERE ${somePositiveLimbSql()})
-		 SELECT address, seen, ${ORDER.map((o) => `CAST(${o} AS VARCHAR) AS text_${o}`).join(", ")} FROM t
-		 WHERE address <> $zero AND ${positiveSql()} AND (${after})
-		 ORDER BY ${ORDER.map((o) => `${o} DESC`).join(", ")}, address ASC LIMIT $limit`,
+		`WITH ${ctes.join(", ")}, t AS (SELECT address, seen, ${amountSql()} AS b FROM sums WHERE ${somePositiveLimbSql()})
+		 SELECT address, seen, CAST(b AS VARCHAR) AS raw FROM t
+		 WHERE address <> $zero AND b > 0 AND (${after})
+		 ORDER BY b DESC, address ASC LIMIT $limit`,
 		params,
 		q.window,
 		q.key,
@@ -88,8 +92,7 @@ export async function tokenHolders(
 	const kept = rows.slice(0, page.limit);
 	const holders = kept.map((r) => ({
 		address: String(r.address),
-		// (Text under other names: ORDER BY would take an output column named m2 for t's.)
-		raw: amountOfParts(PARTS.map((k) => r[`text_${k}`] as string)),
+		raw: BigInt(String(r.raw)),
 		seenAt: Number(r.seen ?? 0),
 	}));
 	const last = kept.at(-1);
@@ -99,7 +102,7 @@ export async function tokenHolders(
 		hasMore,
 		next:
 			hasMore && last
-				? { parts: ORDER.map((o) => String(last[`text_${o}`])), address: String(last.address) }
+				? { parts: partsOfAmount(BigInt(String(last.raw))).reverse(), address: String(last.address) }
 				: undefined,
 	};
 }

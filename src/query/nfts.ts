@@ -1,4 +1,4 @@
-import { amountOfParts, normalizedPartsSql, PARTS, positiveSql, somePositiveLimbSql } from "../store/format/amounts.js";
+import { amountSql, somePositiveLimbSql } from "../store/format/amounts.js";
 import { movesSql } from "../store/format/deltas.js";
 import { inList } from "./conditions.js";
 import { deltaSums, inRanges } from "./deltas.js";
@@ -44,7 +44,7 @@ export async function nftHoldings(
 	const order = q.by === "address" ? ["token", ID_ORDER] : [ID_ORDER, "address"];
 	const where = [];
 	// Positive amounts only (the zero address holds minus the mints).
-	where.push(positiveSql());
+	where.push("b > 0");
 	// A burn sends a token to the zero address, which holds it nowhere.
 	if (q.by === "token") {
 		params.zero = ZERO;
@@ -62,8 +62,8 @@ export async function nftHoldings(
 	}
 	const other = q.by === "address" ? "token" : "address";
 	const rows = await db.query(
-		`WITH ${sums.ctes.join(", ")}, t AS (SELECT ${other}, token_id, seen, ${normalizedPartsSql()} FROM sums WHERE ${somePositiveLimbSql()})
-		 SELECT ${other}, token_id, seen, ${PARTS.map((p) => `CAST(${p} AS VARCHAR) AS text_${p}`).join(", ")} FROM t
+		`WITH ${sums.ctes.join(", ")}, t AS (SELECT ${other}, token_id, seen, ${amountSql()} AS b FROM sums WHERE ${somePositiveLimbSql()})
+		 SELECT ${other}, token_id, seen, CAST(b AS VARCHAR) AS raw FROM t
 		 WHERE ${where.join(" AND ")} ORDER BY ${order.join(", ")} LIMIT $limit`,
 		params,
 		sums.window,
@@ -74,7 +74,7 @@ export async function nftHoldings(
 			holder: q.by === "address" ? q.value : String(r.address),
 			token: q.by === "token" ? q.value : String(r.token),
 			tokenId: String(r.token_id),
-			amount: amountOfParts(PARTS.map((p) => r[`text_${p}`] as string)),
+			amount: BigInt(String(r.raw)),
 			seenAt: Number(r.seen ?? 0),
 		})),
 		hasMore: rows.length > q.limit,
