@@ -1,5 +1,5 @@
 import { amountOf, LIMBS } from "../store/format/amounts.js";
-import { WALLETS } from "../store/format/records.js";
+import { WALLET_RECORDS } from "../store/format/records.js";
 import { deltaSums } from "./deltas.js";
 import type { Snapshot } from "./store/store.js";
 
@@ -30,8 +30,8 @@ export function tokenBalancesPage(
 }
 
 /**
- * The holder's sums of the `erc20_balances` index (query/deltas.ts), or its rows of the holder
- * ranks (store/holdings/holder-ranks.ts) plus its changes after their block.
+ * The holder's sums of the `erc20_balances` index (query/deltas.ts), or its record of the holder
+ * ranks (store/holdings/holder-ranks.ts) plus its changes after their block, added up here.
  */
 async function balancesOf(
 	db: Snapshot,
@@ -43,50 +43,44 @@ async function balancesOf(
 	if (head === null) return { balances: [] };
 	const n = Math.min(at ?? head, head);
 	const ranks = db.ranks();
-	const since = ranks && ranks.to <= n ? ranks.to : undefined;
-	const q = await deltaSums(db, { kind: "erc20", by: "address", value: address, n, since });
-	const ctes = [...q.ctes];
-	// A page read through the ranks stops at `bound`: the last of the first `limit` + 1 ranked
-	// tokens after the cursor.
-	const bounded = since !== undefined && page !== undefined;
-	if (since !== undefined) {
-		// Its balances at the ranks' block, and what changed after (`sums` renamed: the total is read).
-		const last = ctes.pop() as string;
-		const base = `SELECT token, ${LIMBS.map((l) => `${l}::HUGEINT AS ${l}`).join(", ")}, last_block AS seen FROM {${WALLETS}} WHERE address = $v`;
-		ctes.push(
-			...(bounded
-				? [
-						// A page reads the first ranked tokens after the cursor, one more than the page, and
-						// only the changes up to the last of them (every ranked token up to it is there):
-						// a wallet's token count does not matter. Changed ones may net to zero and
-						// drop out, so the page can come out short; the next starts after the bound.
-						`base AS (${base} AND token > $after ORDER BY token LIMIT $limit)`,
-						"bound AS (SELECT CASE WHEN count(*) < $limit THEN NULL ELSE max(token) END AS t FROM base)",
-						last.replace(/^sums AS/, "changed AS"),
-						"later AS (SELECT * FROM changed WHERE token > $after AND token <= coalesce((SELECT t FROM bound), token))",
-					]
-				: [last.replace(/^sums AS/, "later AS"), `base AS (${base})`]),
-			`sums AS (SELECT token, ${LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ")}, max(seen) AS seen FROM (SELECT * FROM base UNION ALL BY NAME SELECT * FROM later) GROUP BY token)`,
-		);
+	if (ranks && ranks.to <= n && ranks.walletRecordParts !== undefined) {
+		// Its record at the ranks' block (one row of two columns), then its changes after it: a
+		// wallet that changed nothing since reads no index file at all (its key filters rule them
+		// out). The whole list reads both side by side. A page reads only the changes up to the
+		// first `limit` + 1 ranked tokens after the cursor (every ranked token up to there is
+		// known): a heavy wallet's thousands of changed tokens are not summed for one page.
+		const record = db
+			.query(`SELECT record FROM {${WALLET_RECORDS}} WHERE address = $v`, { v: address }, undefined, address)
+			.then((rows) => (rows[0]?.record == null ? [] : (JSON.parse(String(rows[0].record)) as string[][])));
+		if (!page) {
+			const [ranked, later] = await Promise.all([record, changesOf(db, address, n, ranks.to)]);
+			return { balances: added(ranked, later) };
+		}
+		const after = page.after ?? "";
+		const ranked = await record;
+		const first = ranked.findIndex((h) => String(h[0]) > after);
+		const window = first < 0 ? [] : ranked.slice(first, first + page.limit + 1);
+		const bound = window.length > page.limit ? window.at(-1)?.[0] : undefined;
+		const later = await changesOf(db, address, n, ranks.to, { after, bound });
+		const rest = added(window, later);
+		const balances = rest.slice(0, page.limit);
+		// Changed ones may net to zero and drop out, so the page can come out short; the next then
+		// starts after the bound.
+		return { balances, next: rest.length > page.limit ? balances.at(-1)?.token : bound };
 	}
+	const q = await deltaSums(db, { kind: "erc20", by: "address", value: address, n });
 	const nonZero = LIMBS.map((l) => `${l} <> 0`).join(" OR ");
-	const select = `SELECT token, seen, ${LIMBS.map((l) => `CAST(${l} AS VARCHAR) AS ${l}`).join(", ")} FROM sums
-		 WHERE (${nonZero})${page ? " AND token > $after ORDER BY token LIMIT $limit" : ""}`;
 	const found = await db.query(
-		// (The bound comes with every row, and alone when no token up to it is left.)
-		bounded
-			? `WITH ${ctes.join(", ")}, p AS (${select}) SELECT p.*, bound.t AS bound FROM p RIGHT JOIN bound ON true ORDER BY p.token`
-			: `WITH ${ctes.join(", ")} ${select}`,
+		`WITH ${q.ctes.join(", ")} SELECT token, seen, ${LIMBS.map((l) => `CAST(${l} AS VARCHAR) AS ${l}`).join(", ")} FROM sums
+		 WHERE (${nonZero})${page ? " AND token > $after ORDER BY token LIMIT $limit" : ""}`,
 		page ? { ...q.params, after: page.after ?? "", limit: page.limit + 1 } : q.params,
 		q.window,
 		q.key,
 	);
-	const bound = found[0]?.bound == null ? undefined : String(found[0].bound);
-	const rows = found.filter((r) => r.token != null);
-	const kept = page ? rows.slice(0, page.limit) : rows;
+	const rows = page ? found.slice(0, page.limit) : found;
 	// Limbs that are not all zero can still add up to zero (+10^9 in d0, -1 in d1): dropped here,
 	// so a page may hold fewer than `limit`; the next one starts after the last token looked at.
-	const balances = kept
+	const balances = rows
 		.map((r) => ({
 			token: String(r.token),
 			raw: amountOf(LIMBS.map((l) => r[l] as string | null)),
@@ -94,9 +88,49 @@ async function balancesOf(
 		}))
 		.filter((b) => b.raw !== 0n)
 		.sort((a, b) => (a.token < b.token ? -1 : 1));
-	if (page && rows.length <= page.limit && bound !== undefined) return { balances, next: bound };
-	const more = page !== undefined && rows.length > page.limit;
-	return { balances, next: more ? String(kept.at(-1)?.token) : undefined };
+	const more = page !== undefined && found.length > page.limit;
+	return { balances, next: more ? String(rows.at(-1)?.token) : undefined };
+}
+
+/**
+ * The holder's ERC-20 changes after block `since` up to `n`, summed per token (limbs as text);
+ * with `range`, of the tokens after `range.after` up to `range.bound` only.
+ */
+async function changesOf(
+	db: Snapshot,
+	address: string,
+	n: number,
+	since: number,
+	range?: { after: string; bound?: string },
+) {
+	const q = await deltaSums(db, { kind: "erc20", by: "address", value: address, n, since });
+	const params = {
+		...q.params,
+		...(range ? { after: range.after } : {}),
+		...(range?.bound ? { bound: range.bound } : {}),
+	};
+	const where = range ? `WHERE token > $after${range.bound ? " AND token <= $bound" : ""}` : "";
+	return db.query(
+		`WITH ${q.ctes.join(", ")} SELECT token, seen, ${LIMBS.map((l) => `CAST(${l} AS VARCHAR) AS ${l}`).join(", ")} FROM sums ${where}`,
+		params,
+		q.window,
+		q.key,
+	);
+}
+
+/**
+ * The non-zero balances of a wallet record's holdings (token, balance, last block: holder-ranks.ts)
+ * plus its changes since (changesOf's rows), by token.
+ */
+function added(ranked: readonly string[][], later: readonly Record<string, unknown>[]): TokenBalance[] {
+	const total = new Map<string, TokenBalance>();
+	const add = (token: string, raw: bigint, seenAt: number) => {
+		const was = total.get(token);
+		total.set(token, { token, raw: (was?.raw ?? 0n) + raw, seenAt: Math.max(was?.seenAt ?? 0, seenAt) });
+	};
+	for (const [token, balance, last] of ranked) add(String(token), BigInt(String(balance)), Number(last));
+	for (const r of later) add(String(r.token), amountOf(LIMBS.map((l) => r[l] as string | null)), Number(r.seen ?? 0));
+	return [...total.values()].filter((b) => b.raw !== 0n).sort((a, b) => (a.token < b.token ? -1 : 1));
 }
 
 /** An account's native balance as of a block. */

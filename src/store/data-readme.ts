@@ -2,9 +2,9 @@ import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
 import { COMPACT_ROWS } from "./chunks/chunk-merges.js";
 import { PARQUET_OPTIONS } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./format/indexes.js";
-import { METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLETS } from "./format/records.js";
+import { METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLET_RECORDS, WALLETS } from "./format/records.js";
 import { SCHEMAS, SORT_KEY } from "./format/schema.js";
-import { RANK_COLUMNS } from "./holdings/holder-ranks.js";
+import { RANK_COLUMNS, WALLET_RECORD_COLUMNS, WALLET_RECORD_FIELDS } from "./holdings/holder-ranks.js";
 import { BITS_PER_KEY } from "./indexes/key-filter.js";
 import { FAN_IN } from "./indexes/runs.js";
 
@@ -176,8 +176,7 @@ CHAINLAKE_TOKEN_URIS=0 leaves token URIs out (one node call per NFT id).
 `;
 	const ranksSection = `## Holder ranks
 
-Two files of one entry (the manifest's \`ranks\`; \`${RANKS}/${RANKS}_<from>_<to>_g<gen>.parquet\`
-and the same rows sorted by holder and token in \`${WALLETS}/\`): every ERC-20
+Files of one entry (the manifest's \`ranks\`): \`${RANKS}/${RANKS}_<from>_<to>_g<gen>.parquet\`, every ERC-20
 holding's balance as of block \`<to>\`, the end of the longest prefix of the chain of settled
 chunks whose \`erc20_holders\` rows are all in index files, sorted by token and, per token, by balance
 (largest first, then address). Columns ${Object.entries(RANK_COLUMNS)
@@ -185,8 +184,14 @@ chunks whose \`erc20_holders\` rows are all in index files, sorted by token and,
 		.join(", ")}: the balance as limb sums \`d0\`..\`d8\` (as in the balance indexes), the same
 normalized into parts \`m0\`..\`m2\` worth 10^(27i) (exact; compare (m2, m1, m0) to order), the
 last block that changed it, and its 1-based \`rank\` within the token. Zero balances are left out.
+Beside it, the same holdings by holder in \`${WALLET_RECORDS}/\` (in key-range parts by address,
+\`.p<i>.parquet\` as the index files): one row per wallet, columns ${Object.entries(WALLET_RECORD_COLUMNS)
+		.map(([c, type]) => `\`${c}\` ${type}`)
+		.join(", ")}, the record a JSON array of its holdings by token, each [${WALLET_RECORD_FIELDS.join(", ")}]
+as text (the balance in decimal). Entries written before wallet records have \`${WALLETS}/\` instead
+(the ranks' rows sorted by holder and token), and are rebuilt.
 Written by the backfill and synth at their end, by the follower once caught up whenever the
-prefix moves, and by \`npm run reindex\`; a new file replaces the old one.
+prefix moves, and by \`npm run reindex\`; a new entry replaces the old one.
 `;
 	return `${INTRO}\n${indexSection}\n${metadataSection}\n${ranksSection}\n${sections.join("\n")}`;
 }

@@ -53,6 +53,8 @@ export const CRASH_POINTS = [
 	// store/holdings/token-metadata.ts
 	"metadata.written", // a range's token metadata files written, the manifest does not list them
 	"metadata.committed", // the manifest lists them
+	// store/holdings/holder-ranks.ts
+	"ranks.written", // the holder ranks' file and every wallet records part written, the manifest does not list them
 ] as const;
 
 export type CrashPointName = (typeof CRASH_POINTS)[number];

@@ -251,6 +251,7 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
 	// Then the same chunks' dataset files merged into one chunk (chunk-merges.ts).
 	["chunks.merged", none], // the merged chunk's files written, the small chunks still listed
 	["chunks.committed", none], // the merged chunk listed, the small chunks' files on disk
+	["ranks.written", none], // the merges done: the holder ranks and wallet records written, unlisted
 	["follow.retire.file-removed:4", mine], // the next compaction's small files, half deleted
 	["follow.reorg.detected", reorg(dir)], // a reorg of the top 2 blocks seen
 	// Down for a while: the node moved on, so the orphaned blocks now lie deeper than the
@@ -266,8 +267,8 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
  * The short series (npm test): a crash in each stage of the follower's write path, each next run
  * recovering from the one before: a catch-up's chunks written but unlisted, a compaction's files
  * written and not swapped in, an index run committed with its inputs on disk, a merged chunk
- * likewise, replaced files half deleted, a reorg's ghost file written, a reorg committed without
- * its canonical blocks. Once down for 48 blocks: the clean backfill compared at the end settles
+ * likewise, the holder ranks written and not listed, replaced files half deleted, a reorg's ghost
+ * file written, a reorg committed without its canonical blocks. Once down for 48 blocks: the clean backfill compared at the end settles
  * (and reads the opening balances of) blocks 64 below its head only, and the workload's must be
  * settled there as in the follower (the full series mines that many as it goes).
  */
@@ -276,6 +277,7 @@ const FOLLOW_SHORT = (dir: string): [At, Drive, (() => Promise<void>)?][] => [
 	["follow.compact.files-written", mineTen(dir)], // the first compaction's files complete, the manifest unchanged
 	["runs.committed", none, downtime(48)], // caught up again, a run listed, its inputs unlisted but on disk
 	["chunks.committed", none], // a merged chunk listed, the small chunks' files on disk
+	["ranks.written", none], // the merges done: the holder ranks and wallet records written, unlisted
 	["follow.retire.file-removed:4", mineTen(dir)], // the next compaction's small files, half deleted
 	["follow.reorg.ghosts-written", reorg(dir)], // a reorg of the top 2 blocks: its ghost file written
 	["follow.reorg.committed", none], // the restart sees it again: orphans unlisted, ghosts listed

@@ -40,9 +40,15 @@ export function folderState(chainDir: string) {
 	// Token metadata: one file of each table per range covered.
 	for (const e of m?.metadata ?? [])
 		for (const t of ["token_metadata", "token_uris", "opening_balances"]) listed.add(join(t, partitionFileName(t, e)));
-	// The holder ranks (at most one entry, a file by token and one by holder).
-	for (const r of m?.ranks ?? [])
-		for (const t of ["erc20_ranks", "erc20_wallets"]) listed.add(join(t, partitionFileName(t, r)));
+	// The holder ranks (at most one entry): a file by token, and the wallet records in key-range
+	// parts (part i > 0 named `.p<i>.parquet`), or one file of rows by holder before records.
+	for (const r of m?.ranks ?? []) {
+		listed.add(join("erc20_ranks", partitionFileName("erc20_ranks", r)));
+		const wallets = r.walletRecordParts === undefined ? "erc20_wallets" : "erc20_wallet_records";
+		const name = partitionFileName(wallets, r);
+		for (let i = 0; i < (r.walletRecordParts ?? 1); i++)
+			listed.add(join(wallets, i === 0 ? name : name.replace(/\.parquet$/, `.p${i}.parquet`)));
+	}
 	// Merged index runs, each with its key filter beside it.
 	for (const r of m?.runs ?? []) {
 		listed.add(join(r.index, partitionFileName(r.index, r)));

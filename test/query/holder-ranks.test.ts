@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rename, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { cp, mkdtemp, readFile, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -8,11 +9,13 @@ import { tokenBalances, tokenBalancesPage } from "../../src/query/balances.js";
 import { type Holder, type HolderCursor, tokenHolders } from "../../src/query/holders.js";
 import { createStore } from "../../src/query/store/create-store.js";
 import type { Snapshot, Store } from "../../src/query/store/store.js";
+import { saveManifest } from "../../src/store/delta/save-manifest.js";
+import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
 import { amountOfParts, LIMBS, PARTS } from "../../src/store/format/amounts.js";
 import { manifestPath } from "../../src/store/format/layout.js";
-import { rankFiles } from "../../src/store/format/manifest.js";
+import { rankFiles, readManifestSafe } from "../../src/store/format/manifest.js";
 import type { Manifest } from "../../src/store/format/records.js";
-import { rankable, ranksDue, usableRanks } from "../../src/store/holdings/holder-ranks.js";
+import { rankable, ranksDue, ranksStep, usableRanks } from "../../src/store/holdings/holder-ranks.js";
 import { indexFiles } from "../../src/store/indexes/listing.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { compileContracts } from "../../src/workload/compile.js";
@@ -125,6 +128,7 @@ describe("holder ranks", () => {
 		expect(m.ranks?.[0]?.to).toBeLessThan(head - 60);
 		expect(usableRanks(dir(), m)).toEqual(m.ranks?.[0]);
 		expect(ranksDue(dir(), m)).toBe(false);
+		expect(m.ranks?.[0]?.walletRecordParts).toBeGreaterThanOrEqual(1);
 	});
 
 	it("rank each token's holdings by balance, largest first, then by address, zero balances left out", async () => {
@@ -262,6 +266,65 @@ describe("holder ranks", () => {
 			}
 		} finally {
 			await rename(`${file}.saved`, file);
+		}
+	});
+	it("written before wallet records: read without them and due; rebuilt as records in key-range parts, with the same answers", async () => {
+		const chain = `eip155-${CHAIN}`;
+		const old = join(root, "before-records");
+		await cp(dir(), old, { recursive: true });
+		const before = readManifestSafe(old, chain) as Manifest;
+		const entry = before.ranks?.[0];
+		if (!entry) throw new Error("no ranks");
+		// The entry as written before wallet records, whose wallet file (rows by holder) is gone here:
+		// nothing may read it.
+		delete entry.walletRecordParts;
+		await saveManifest(old, before);
+		expect(ranksDue(old, before)).toBe(true);
+		const s = entry.to;
+		const summed = withoutRanks(store.snapshot(chain));
+		const holders = (await allPages(summed, 1000)).map((h) => h.address);
+		expect(holders.length).toBeGreaterThan(5);
+		const stale = await createStore(old, { ranksMinHoldings: 0 });
+		try {
+			for (const address of holders)
+				expect(await tokenBalances(stale.snapshot(chain), address)).toEqual(await tokenBalances(summed, address));
+		} finally {
+			stale.close();
+		}
+		// Rebuilt with a few wallets a part, so that a wallet's record is in one of several files.
+		process.env.CHAINLAKE_PART_ROWS = "3";
+		const writer = await createParquetWriter();
+		try {
+			expect(await ranksStep(writer, old, before)).not.toBeNull();
+		} finally {
+			writer.close();
+			delete process.env.CHAINLAKE_PART_ROWS;
+		}
+		const rebuilt = readManifestSafe(old, chain) as Manifest;
+		expect(rebuilt.ranks?.[0]?.walletRecordParts).toBeGreaterThan(1);
+		expect(ranksDue(old, rebuilt)).toBe(false);
+		const parts = rankFiles(old, rebuilt, "erc20_wallet_records");
+		expect(parts).toHaveLength(rebuilt.ranks?.[0]?.walletRecordParts as number);
+		for (const f of parts) expect(existsSync(f), f).toBe(true);
+		const fresh = await createStore(old, { ranksMinHoldings: 0 });
+		try {
+			const db = fresh.snapshot(chain);
+			expect(db.ranks()?.walletRecordParts).toBeGreaterThan(1);
+			for (const address of holders)
+				for (const at of [undefined, s + 3, s]) {
+					const whole = await tokenBalances(withoutRanks(store.snapshot(chain)), address, at);
+					expect(await tokenBalances(db, address, at)).toEqual(whole);
+					const paged: typeof whole = [];
+					let after: string | undefined;
+					for (let i = 0; i < 50 && (i === 0 || after); i++) {
+						const p = await tokenBalancesPage(db, address, at, { limit: 1, after });
+						paged.push(...p.balances);
+						after = p.next;
+					}
+					expect(paged).toEqual(whole);
+				}
+		} finally {
+			fresh.close();
 		}
 	});
 });

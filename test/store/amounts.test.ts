@@ -30,7 +30,7 @@ function limbCases(): (bigint | null)[][] {
 				const r = next();
 				if (r % 11n === 0n) return null;
 				const v = next() % 10n ** BigInt(9 + Number(r % 12n));
-				return (r >> 8n) % 3n === 0n && i < 8 - k % 4 ? -v : v;
+				return (r >> 8n) % 3n === 0n && i < 8 - (k % 4) ? -v : v;
 			}),
 		);
 	return cases;

@@ -7,16 +7,24 @@
 import { DATASETS, type DatasetName } from "../../extract/rows.js";
 import { INDEXES, type IndexName } from "../../store/format/indexes.js";
 import { partOf, partPath, partPaths } from "../../store/format/key-parts.js";
-import { GHOST_DATASET, ghostFiles, listedFiles, metadataFiles, rankFiles } from "../../store/format/manifest.js";
+import {
+	GHOST_DATASET,
+	ghostFiles,
+	listedFiles,
+	metadataFiles,
+	rankFiles,
+	rankPath,
+} from "../../store/format/manifest.js";
 import {
 	type Manifest,
 	METADATA_TABLES,
 	type MetadataTable,
 	RANK_TABLES,
 	type RankTable,
+	WALLET_RECORDS,
 } from "../../store/format/records.js";
 import { SCHEMAS } from "../../store/format/schema.js";
-import { RANK_COLUMNS } from "../../store/holdings/holder-ranks.js";
+import { RANK_COLUMNS, WALLET_RECORD_COLUMNS } from "../../store/holdings/holder-ranks.js";
 import type { KeyFilter } from "../../store/indexes/key-filter.js";
 import { indexFiles } from "../../store/indexes/listing.js";
 
@@ -57,8 +65,20 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 			if ((RANK_TABLES as readonly string[]).includes(name)) {
 				// The holder ranks (store/holder-ranks.ts); callers ask snapshot.ranks() whether to use them.
 				const files = rankFiles(dataDir, manifest, name as RankTable);
+				const r = manifest?.ranks?.[0];
+				// A wallet's record is in the one key-range part its address falls in.
+				if (name === WALLET_RECORDS && key !== undefined && r?.walletRecordParts !== undefined)
+					return readFiles(
+						[
+							partPath(
+								rankPath(dataDir, manifest?.chain ?? "", r, WALLET_RECORDS),
+								partOf(key.toLowerCase(), r.walletRecordParts),
+							),
+						],
+						read,
+					);
 				if (files.length > 0) return readFiles(files, read);
-				return `(SELECT ${Object.entries(RANK_COLUMNS)
+				return `(SELECT ${Object.entries(name === WALLET_RECORDS ? WALLET_RECORD_COLUMNS : RANK_COLUMNS)
 					.map(([c, type]) => `NULL::${type} AS "${c}"`)
 					.join(", ")} WHERE false)`;
 			}

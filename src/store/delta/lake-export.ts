@@ -9,7 +9,7 @@ import { partitionFileName, type RangeId } from "../format/layout.js";
 import { GHOST_DATASET } from "../format/manifest.js";
 import { parquetShape } from "../format/parquet-shape.js";
 import type { LakeSettings, Manifest } from "../format/records.js";
-import { METADATA_TABLE_NAMES, RANK_TABLES } from "../format/records.js";
+import { METADATA_TABLE_NAMES, RANK_TABLES, rankTablesOf } from "../format/records.js";
 import { runCovering, runsOf, SETTLE_DEPTH } from "../format/run-lookup.js";
 import {
 	type Action,
@@ -94,7 +94,7 @@ export function liveFiles(m: Manifest, settings: LakeSettings): Map<string, Map<
 	}
 	for (const g of m.ghosts ?? []) put(GHOST_DATASET, g);
 	for (const e of m.metadata ?? []) for (const t of METADATA_TABLE_NAMES) put(t, e);
-	for (const r of m.ranks ?? []) for (const t of RANK_TABLES) put(t, r);
+	for (const r of m.ranks ?? []) for (const [t, parts] of rankTablesOf(r)) put(t, r, parts);
 	return out;
 }
 

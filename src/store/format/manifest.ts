@@ -9,7 +9,7 @@ import type { IndexName } from "./indexes.js";
 import { partPaths } from "./key-parts.js";
 import { manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
-import { type ChunkEntry, type Manifest, type MetadataTable, RANK_TABLES, RANKS, type RankTable } from "./records.js";
+import { type ChunkEntry, type Manifest, type MetadataTable, RANKS, type RankTable, rankTablesOf } from "./records.js";
 
 /* The manifest (format/): `<chain>/_manifest.json` loaded, saved durably, and the files it lists. */
 
@@ -188,9 +188,13 @@ export function ghostFiles(dataDir: string, m: Manifest | null): string[] {
 export const rankPath = (dataDir: string, chain: string, r: RangeId, table: RankTable = RANKS): string =>
 	partitionPath(dataDir, chain, table, r);
 
-/** The files of the listed ranks (at most one entry) in `table`, or in both: never deleted. */
+/** The files of the listed ranks (at most one entry) in `table`, or in all of its tables (every key-range part). */
 export const rankFiles = (dataDir: string, m: Manifest | null, table?: RankTable): string[] =>
-	(m?.ranks ?? []).flatMap((r) => (table ? [table] : RANK_TABLES).map((t) => rankPath(dataDir, m?.chain ?? "", r, t)));
+	(m?.ranks ?? []).flatMap((r) =>
+		rankTablesOf(r)
+			.filter(([t]) => table === undefined || t === table)
+			.flatMap(([t, parts]) => partPaths(rankPath(dataDir, m?.chain ?? "", r, t), parts)),
+	);
 
 /** Token metadata files of `table` listed in the manifest (holdings/token-metadata.ts). */
 export const metadataFiles = (dataDir: string, m: Manifest | null, table: MetadataTable): string[] =>

@@ -94,10 +94,19 @@ export interface RunEntry extends RangeId {
 
 /** Holder ranks (holdings/holder-ranks.ts): every ERC-20 holding's balance as of a settled block, ranked per token. */
 export const RANKS = "erc20_ranks";
-/** The same rows sorted by holder and token: a wallet's balances at S are its rows (one or two row groups). */
+/**
+ * Before wallet records: the same rows sorted by holder and token. Still listed by the entries
+ * written then (RankEntry.walletRecordParts absent), which are rebuilt (holder-ranks.ts ranksDue).
+ */
 export const WALLETS = "erc20_wallets";
-/** The tables a ranks entry has a file in. */
-export const RANK_TABLES = [RANKS, WALLETS] as const;
+/**
+ * A wallet's rows of the ranks as one record (holder-ranks.ts): `address` and its holdings as one
+ * JSON text, in key-range parts by address (format/key-parts.ts), so a wallet's balances at S are
+ * one row read from a file of a few dozen row groups, of two columns.
+ */
+export const WALLET_RECORDS = "erc20_wallet_records";
+/** Every table a ranks entry may have a file in (old entries: WALLETS; new ones: WALLET_RECORDS). */
+export const RANK_TABLES = [RANKS, WALLETS, WALLET_RECORDS] as const;
 export type RankTable = (typeof RANK_TABLES)[number];
 
 /** The ranks file listed in the manifest (`ranks`): the blocks its balances cover. */
@@ -105,7 +114,21 @@ export interface RankEntry extends RangeId {
 	gen: number;
 	/** Holdings ranked (non-zero balances). */
 	rows: number;
+	/** The wallet records' key-range parts; absent: an entry written before them, with a WALLETS file. */
+	walletRecordParts?: number;
 }
+
+/** The tables entry `r` has files in, with their key-range parts. */
+export const rankTablesOf = (r: RankEntry): [RankTable, number][] =>
+	r.walletRecordParts === undefined
+		? [
+				[RANKS, 1],
+				[WALLETS, 1],
+			]
+		: [
+				[RANKS, 1],
+				[WALLET_RECORDS, r.walletRecordParts],
+			];
 
 /** A set of token metadata files (holdings/token-metadata.ts): one file in each of METADATA_TABLES
  * for the block range whose tokens and paying accounts it covers. */
