@@ -41,7 +41,7 @@ export const RANK_COLUMNS: Record<string, string> = {
 
 /** Rows per row group: a first page of holders reads one (min/max statistics on token and rank). */
 export const RANK_ROW_GROUP_SIZE = 8_192;
-/** The COPY options of both files. */
+/** The COPY options of the ranks file. */
 export const RANK_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`;
 /** Each file's row order. */
 export const RANK_ORDER: Record<RankTable, string> = {
@@ -57,9 +57,10 @@ export const WALLET_RECORD_FIELDS = ["token", "balance", "last_block"] as const;
 /**
  * Rows per row group of the wallet records: DuckDB's smallest. A wallet's record is one row, but
  * DuckDB decodes the whole group it sits in (and walks every group of the file: key-range parts of
- * PART_ROW_GROUPS groups). Measured on M's ranks (994,140 holdings of 457,266 wallets, 8 parts):
- * a cold wallet's lookup 3.10 → 0.86 ms, the heaviest (7,482 tokens) 18.5 → 8.9 ms with its JSON
- * parsed, 45.1 → 41.8 MB, against the 12 columns of its rows sorted by holder (groups of 8,192).
+ * PART_ROW_GROUPS groups). Measured on M's ranks (994,140 holdings of 457,266 wallets, 8 parts)
+ * against the 12 columns of its rows sorted by holder in groups of 8,192: a cold or median
+ * wallet's balances 5.2-7.6 → 1.1-1.3 ms, the heavy wallet's (8,179 tokens) whole list 0.95x,
+ * its first page 0.73x; 44 → 38 MB (BENCHMARKS.md "tenth figures").
  */
 export const WALLET_RECORD_ROW_GROUP_SIZE = 2_048;
 
