@@ -98,9 +98,11 @@ export async function deltaSums(
 	const count = Number(straddling?.count ?? 0);
 	if (count > maxStraddling) throw new TooManyChangesError(count, q.n, maxStraddling);
 
-	const sums = LIMBS.map((l) => `sum(${l}) FILTER (WHERE last_block <= $n)::HUGEINT AS ${l}`).join(", ");
+	// (At the head every change counts: no filter to plan and run per sum.)
+	const counted = q.n < head ? " FILTER (WHERE last_block <= $n)" : "";
+	const sums = LIMBS.map((l) => `sum(${l})${counted}::HUGEINT AS ${l}`).join(", ");
 	const ctes = [
-		`s AS (SELECT ${cols}, ${sums}, max(last_block) FILTER (WHERE last_block <= $n) AS seen FROM {${index}} WHERE ${q.by} = $v AND first_block > $since AND first_block <= $n GROUP BY ${cols})`,
+		`s AS (SELECT ${cols}, ${sums}, max(last_block)${counted} AS seen FROM {${index}} WHERE ${q.by} = $v AND first_block > $since AND first_block <= $n GROUP BY ${cols})`,
 	];
 	const parts = ["SELECT * FROM s"];
 	// The moves of `q`'s holdings in the blocks `blocks` (SQL) within `[from, to]`, reading only
