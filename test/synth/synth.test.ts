@@ -15,7 +15,7 @@ import { INDEX_NAMES, INDEXES, type IndexDef, type IndexName, REPLACED } from ".
 import { partPaths } from "../../src/store/format/key-parts.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest, rankPath } from "../../src/store/format/manifest.js";
-import { type ChunkEntry, type Manifest, RANK_TABLES, type RankEntry } from "../../src/store/format/records.js";
+import { type ChunkEntry, type Manifest, type RankEntry, rankTablesOf } from "../../src/store/format/records.js";
 import { SCHEMAS } from "../../src/store/format/schema.js";
 import { settledChunks } from "../../src/store/indexes/runs.js";
 import type { Scale } from "../../src/synth/scales.js";
@@ -95,6 +95,11 @@ const ranks = () => {
 	expect(manifest.ranks?.map((r) => [r.from, r.to])).toEqual([[0, 599]]);
 	return manifest.ranks?.[0] as RankEntry;
 };
+/** The holder ranks' files, relative to the chain folder: by token, and the wallet records in their key-range parts. */
+const rankNames = () =>
+	rankTablesOf(ranks()).flatMap(([t, parts]) =>
+		partPaths(relative(chainFolder(dir), rankPath(dir, CHAIN.id, ranks(), t)), parts),
+	);
 /** An index's key column, and the columns its files are sorted by. */
 const indexKey = (name: string) => (INDEXES as Record<string, { key: string }>)[name]?.key;
 const indexSort = (name: string) => (INDEXES as Record<string, { sortKey: string }>)[name]?.sortKey.split(", ") ?? [];
@@ -182,8 +187,8 @@ describe("writeSynthChain", () => {
 					// An index file's key-range parts (src/store/format/key-parts.ts) and its key filter.
 					return f.name in INDEXES ? [...partPaths(name, f.parts), `${name}.filter`] : [name];
 				}),
-				// The holder ranks (src/store/holder-ranks.ts), by token and by holder.
-				...RANK_TABLES.map((t) => relative(chainFolder(dir), rankPath(dir, CHAIN.id, ranks(), t))),
+				// The holder ranks (src/store/holder-ranks.ts), by token, and the wallet records in their parts.
+				...rankNames(),
 			].sort(),
 		);
 	});
@@ -386,9 +391,9 @@ describe("writeSynthChain", () => {
 		const a = strip(snapshotFiles(chainFolder(dir)));
 		const b = strip(snapshotFiles(chainFolder(other)));
 		// The manifest and its previous generation, and the files of 3 chunks.
-		// An index file's key-range parts and its key filter, of chunks and runs; the two holder ranks files.
+		// An index file's key-range parts and its key filter, of chunks and runs; the holder ranks' files.
 		const files = listed().reduce((n, f) => n + (f.name in INDEXES ? f.parts + 1 : 1), 0);
-		expect(a.size).toBe(2 + files + RANK_TABLES.length);
+		expect(a.size).toBe(2 + files + rankNames().length);
 		expect(b).toEqual(a);
 	});
 });
