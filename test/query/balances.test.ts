@@ -10,6 +10,7 @@ import { tokenBalances } from "../../src/query/balances.js";
 import { deltaSums, TooManyChangesError } from "../../src/query/deltas.js";
 import { type HolderCursor, tokenHolders, ZERO_ADDRESS } from "../../src/query/holders.js";
 import { createStore } from "../../src/query/store/create-store.js";
+import { isQuiet } from "../../src/query/store/key-filters.js";
 import type { Store } from "../../src/query/store/store.js";
 import { amountOf, LIMB_DIGITS, LIMBS, withDecimals } from "../../src/store/format/amounts.js";
 import { manifestPath } from "../../src/store/format/layout.js";
@@ -226,15 +227,25 @@ describe("ERC-20 balances from the lake", () => {
 					if (b !== 0n) want.push([h, b]);
 				}
 				want.sort((a, b) => (a[1] === b[1] ? (a[0] < b[0] ? -1 : 1) : a[1] > b[1] ? -1 : 1));
-				const got: [string, bigint][] = [];
-				let after: HolderCursor | undefined;
-				for (let pages = 0; pages < 50; pages++) {
-					const page = await tokenHolders(store.snapshot(`eip155-${CHAIN}`), token, { limit: 2, after }, block);
-					got.push(...page.holders.map((h): [string, bigint] => [h.address, h.raw]));
-					if (!page.hasMore) break;
-					after = page.next;
+				// A quiet token's pages are summed from its transfer records (holders.ts quietHolders);
+				// with its key spans hidden, from the balance indexes: both must be the node's.
+				const db = store.snapshot(`eip155-${CHAIN}`);
+				if (dir === "merged")
+					expect(isQuiet(await db.keyRows("token_transfers", token, [0, block])), "the token is quiet").toBe(true);
+				for (const [path, snap] of [
+					["records", db],
+					["balance indexes", { ...db, keyRows: async () => null }],
+				] as const) {
+					const got: [string, bigint][] = [];
+					let after: HolderCursor | undefined;
+					for (let pages = 0; pages < 50; pages++) {
+						const page = await tokenHolders(snap, token, { limit: 2, after }, block);
+						got.push(...page.holders.map((h): [string, bigint] => [h.address, h.raw]));
+						if (!page.hasMore) break;
+						after = page.next;
+					}
+					expect(got, `${dir} at ${block}, ${path}`).toEqual(want);
 				}
-				expect(got, `${dir} at ${block}`).toEqual(want);
 			}
 		}
 	}, 240_000);
