@@ -1,3 +1,4 @@
+import { rm } from "node:fs/promises";
 import { crashPoint } from "../../util/crash-point.js";
 import { sqlString } from "../../util/sql-string.js";
 import { saveManifest } from "../delta/save-manifest.js";
@@ -64,14 +65,16 @@ export const WALLET_RECORD_FIELDS = ["token", "balance", "last_block"] as const;
  */
 export const WALLET_RECORD_ROW_GROUP_SIZE = 2_048;
 
-/** SQL of the wallet records of part `i` of `parts` from the ranks file at `ranks` (its sums done). */
-export function walletRecordsSql(ranks: string, i: number, parts: number): string {
+/** SQL of every wallet's record, by address, from the ranks file at `ranks` (its sums done). */
+export function walletRecordsSql(ranks: string): string {
 	// (The balance as one decimal number: what the limbs add up to, amounts.ts amountSql.)
 	const fields = `token, CAST(${amountSql()} AS VARCHAR), last_block::VARCHAR`;
 	return `SELECT address, to_json(list([${fields}] ORDER BY token))::VARCHAR AS record
-		FROM read_parquet(${sqlString(ranks)}) WHERE ${partCondition("address", i, parts)}
-		GROUP BY address ORDER BY address`;
+		FROM read_parquet(${sqlString(ranks)}) GROUP BY address ORDER BY address`;
 }
+
+/** The wallet records' COPY options. */
+const WALLET_RECORD_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${WALLET_RECORD_ROW_GROUP_SIZE}, PARQUET_VERSION 'V2'`;
 
 /**
  * The longest prefix of the chain, from its first chunk, of settled chunks whose `erc20_holders`
@@ -168,15 +171,25 @@ export async function ranksStep(
 		partPaths(f.path, f.parts),
 	);
 	entry.rows = await writer.copy(ranksSql(files), path, RANK_COPY_OPTIONS);
-	// By holder, from the file just written (its sums are done). A crash between parts leaves
-	// files no manifest lists, which the next writer's start removes.
-	const parts = partsFor(await writer.countDistinct(path, "address"), WALLET_RECORD_ROW_GROUP_SIZE);
-	for (let i = 0; i < parts; i++)
-		await writer.copy(
-			walletRecordsSql(path, i, parts),
-			partPath(wallets, i),
-			`FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${WALLET_RECORD_ROW_GROUP_SIZE}, PARQUET_VERSION 'V2'`,
-		);
+	// By holder, from the file just written (its sums are done): every wallet's record once, sorted
+	// by address, then cut into the parts, each read from it by its address statistics (from the
+	// ranks file, sorted by token, each part was a read of the whole). A crash leaves files no
+	// manifest lists, which the next writer's start removes.
+	const whole = wallets.replace(/\.parquet$/, ".whole.parquet");
+	const parts = partsFor(
+		await writer.copy(walletRecordsSql(path), whole, WALLET_RECORD_COPY_OPTIONS),
+		WALLET_RECORD_ROW_GROUP_SIZE,
+	);
+	try {
+		for (let i = 0; i < parts; i++)
+			await writer.copy(
+				`SELECT * FROM read_parquet(${sqlString(whole)}) WHERE ${partCondition("address", i, parts)} ORDER BY address`,
+				partPath(wallets, i),
+				WALLET_RECORD_COPY_OPTIONS,
+			);
+	} finally {
+		await rm(whole, { force: true });
+	}
 	entry.walletRecordParts = parts;
 	crashPoint("ranks.written");
 	return exclusive(async () => {
