@@ -115,16 +115,15 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 	 * ran a 5 GB DuckDB out of memory). The rows go through a temporary table, which DuckDB
 	 * spills when it must, written by one thread: it cuts row groups where a batch or a
 	 * vector ends, so only from a table's full vectors on one thread are they the 65,536 rows
-	 * of a sorted COPY (the same bytes as before; DICTIONARY_SIZE_LIMIT counts on it), on every
-	 * thread count. The table also gives the row count the Parquet options need.
+	 * of a sorted COPY (the same bytes as before), on every thread count.
 	 */
 	async function writeFile(select: string, path: string): Promise<number> {
 		await mkdir(dirname(path), { recursive: true });
 		await conn.run("SET threads = 1");
 		try {
 			await conn.run(`CREATE OR REPLACE TEMP TABLE s_out AS ${select}`);
-			const n = Number(await scalar("SELECT count(*) FROM s_out"));
-			await conn.run(`COPY (SELECT * FROM s_out) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions()})`);
+			// (COPY answers the rows it wrote.)
+			const n = Number(await scalar(`COPY (SELECT * FROM s_out) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions()})`));
 			await rename(`${path}.tmp`, path);
 			return n;
 		} finally {

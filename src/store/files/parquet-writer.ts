@@ -288,12 +288,11 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		},
 		async merge(dataset, files, path, where = "true") {
 			const source = `read_parquet([${files.map(quote).join(", ")}])`;
-			const counted = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n FROM ${source} WHERE ${where}`);
-			const n = Number(counted.getRowObjectsJS()[0]?.n ?? 0);
 			await mkdirDurably(dirname(path));
 			const tmp = `${path}.tmp`;
 			return removingOnFailure([tmp], async () => {
-				await conn.run(
+				// (COPY answers the rows it wrote: no count of the inputs first.)
+				const n = await countOf(
 					`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions()})`,
 				);
 				await fsyncFile(tmp);
@@ -317,8 +316,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 					await conn.run(
 						`CREATE OR REPLACE TEMP TABLE concat_rows AS SELECT * FROM read_parquet([${files.map(quote).join(", ")}])`,
 					);
-					n = await countOf("SELECT count(*)::BIGINT FROM concat_rows");
-					await conn.run(`COPY (SELECT * FROM concat_rows) TO ${quote(tmp)} (${parquetCopyOptions()})`);
+					n = await countOf(`COPY (SELECT * FROM concat_rows) TO ${quote(tmp)} (${parquetCopyOptions()})`);
 				} finally {
 					await conn.run("DROP TABLE IF EXISTS concat_rows");
 					await conn.run(`SET threads = ${WRITER_THREADS}`);
