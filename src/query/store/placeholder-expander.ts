@@ -64,7 +64,6 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 			const window = a === undefined ? queryWindow : ([Number(a), Number(b)] as const);
 			if ((RANK_TABLES as readonly string[]).includes(name)) {
 				// The holder ranks (store/holder-ranks.ts); callers ask snapshot.ranks() whether to use them.
-				const files = rankFiles(dataDir, manifest, name as RankTable);
 				const r = manifest?.ranks?.[0];
 				// A wallet's record is in the one key-range part its address falls in.
 				if (name === WALLET_RECORDS && key !== undefined && r?.walletRecordParts !== undefined)
@@ -77,6 +76,7 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 						],
 						read,
 					);
+				const files = rankFiles(dataDir, manifest, name as RankTable);
 				if (files.length > 0) return readFiles(files, read);
 				return `(SELECT ${Object.entries(name === WALLET_RECORDS ? WALLET_RECORD_COLUMNS : RANK_COLUMNS)
 					.map(([c, type]) => `NULL::${type} AS "${c}"`)

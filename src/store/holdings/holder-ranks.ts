@@ -70,7 +70,7 @@ export function walletRecordsSql(ranks: string): string {
 	// (The balance as one decimal number: what the limbs add up to, amounts.ts amountSql.)
 	const fields = `token, CAST(${amountSql()} AS VARCHAR), last_block::VARCHAR`;
 	return `SELECT address, to_json(list([${fields}] ORDER BY token))::VARCHAR AS record
-		FROM read_parquet(${sqlString(ranks)}) GROUP BY address ORDER BY address`;
+		FROM read_parquet(${sqlString(ranks)}) GROUP BY address ORDER BY ${RANK_ORDER[WALLET_RECORDS]}`;
 }
 
 /** The wallet records' COPY options. */
@@ -183,7 +183,7 @@ export async function ranksStep(
 	try {
 		for (let i = 0; i < parts; i++)
 			await writer.copy(
-				`SELECT * FROM read_parquet(${sqlString(whole)}) WHERE ${partCondition("address", i, parts)} ORDER BY address`,
+				`SELECT * FROM read_parquet(${sqlString(whole)}) WHERE ${partCondition("address", i, parts)} ORDER BY ${RANK_ORDER[WALLET_RECORDS]}`,
 				partPath(wallets, i),
 				WALLET_RECORD_COPY_OPTIONS,
 			);
