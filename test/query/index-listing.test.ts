@@ -406,6 +406,36 @@ describe("wallet listing through the index files", () => {
 		expect((await spans("indexed"))?.every((s) => s.rows === 0 || s.rows === "few")).toBe(true);
 	});
 
+	it("a quiet wallet with more rows than a page orders itself (CHAINLAKE_QUIET_ROWS) is ordered by DuckDB, with the same pages", async () => {
+		const alice = work.accounts.alice;
+		const ids = await referenceIds(
+			`SELECT id FROM read_parquet(${refFiles.transfers}) WHERE ${sides(["sender", "recipient"], undefined, undefined)} AND asset_type IN ('native', 'ft', 'nft') ORDER BY id`,
+			{ address: alice },
+		);
+		expect(ids.length).toBeGreaterThan(10);
+		const list: Lister = (db, page) => findTransfers(db, { address: alice, assets: ALL_ASSETS }, page);
+		// Fewer than its rows in the whole history, more than in blocks 11..29 (both paths of a page).
+		process.env.CHAINLAKE_QUIET_ROWS = "4";
+		try {
+			await checkAll(`${alice} past the quiet rows`, list, ids, WHOLE(), {
+				limits: [1, 3, 1000],
+				through: ["indexed"],
+			});
+			const cut = CUTS()[1] as Range;
+			const inCut = await referenceIds(
+				`SELECT id FROM read_parquet(${refFiles.transfers}) WHERE ${sides(["sender", "recipient"], undefined, undefined)} AND asset_type IN ('native', 'ft', 'nft')
+				 AND block_number BETWEEN $start AND $end ORDER BY id`,
+				{ address: alice, start: cut.start, end: cut.end },
+			);
+			await checkAll(`${alice} ${cut.name} past the quiet rows`, list, inCut, cut, {
+				limits: [1, 3],
+				through: ["indexed"],
+			});
+		} finally {
+			delete process.env.CHAINLAKE_QUIET_ROWS;
+		}
+	});
+
 	it("a token's transfers (token_transfers) equal the plain query, with each asset filter and a token id", async () => {
 		const tokens = [work.contracts.token20, work.contracts.token721, work.contracts.token1155, NOBODY];
 		let nonEmpty = 0;
