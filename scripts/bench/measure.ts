@@ -26,6 +26,12 @@ export function summarise(ms: number[]): Latency {
 	return { p50: at(0.5), p90: at(0.9), p99: at(0.99), n: ms.length };
 }
 
+/** The DuckDB time an answer reports in its `Server-Timing: duckdb;dur=<ms>` header (api/context.ts), if any. */
+export function serverDuckDbMs(header: string | null): number | undefined {
+	const m = header ? /(?:^|,)\s*duckdb;dur=([\d.]+)/.exec(header) : null;
+	return m ? Number(m[1]) : undefined;
+}
+
 export const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
 
 /** Bytes of every file under `dir`, recursively. */

@@ -21,6 +21,7 @@ import { stringifyExact } from "./answers/records.js";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./answers/send-list.js";
 import { authenticate, HOOK_OWNER_HEADER, hookOwnerIdentity } from "./auth.js";
 import { clientErrorHandler } from "./client-errors.js";
+import { queryMsOf } from "./context.js";
 import { ApiError, errorBody, errorSummary } from "./errors.js";
 import { DEFAULT_ALLOW_HOSTS, type HostPolicy, parseAllowHosts } from "./hooks/destinations.js";
 import { httpCache } from "./http-cache.js";
@@ -190,6 +191,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
 	// ETag, If-None-Match and Cache-Control on the data routes (after the key check above).
 	httpCache(app, ctx);
+
+	// The answer's DuckDB time (context.ts queryMsOf), where it read a chain's data.
+	app.addHook("onSend", async (req, reply, payload) => {
+		const ms = queryMsOf(req);
+		if (ms !== undefined) reply.header("Server-Timing", `duckdb;dur=${ms.toFixed(2)}`);
+		return payload;
+	});
 
 	app.addHook("onResponse", async (req, reply) => {
 		metrics.observe(req.routeOptions.url ?? "unmatched", reply.elapsedTime / 1000);

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from "fastify";
+import type { FastifyBaseLogger, FastifyRequest } from "fastify";
 import type { FollowSource } from "../follow/follower-stats.js";
 import type { Snapshot, Store } from "../query/store/store.js";
 import type { RemoteStatus } from "../remote/remote-lake.js";
@@ -36,7 +36,22 @@ export function servedChain(ctx: ApiContext, chain: string): string {
 	return chain;
 }
 
-/** The served chain's data for one request: a snapshot, so all its queries see one file set. */
-export function openChain(ctx: ApiContext, chain: string): Snapshot {
-	return ctx.store.snapshot(servedChain(ctx, chain));
+/** The snapshots each request opened, for its Server-Timing (queryMsOf). */
+const opened = new WeakMap<FastifyRequest, Snapshot[]>();
+
+/** The served chain (`req.params.chain_id`)'s data for one request: a snapshot, so all its queries see one file set. */
+export function openChain(ctx: ApiContext, req: FastifyRequest): Snapshot {
+	const db = ctx.store.snapshot(servedChain(ctx, (req.params as { chain_id: string }).chain_id));
+	opened.set(req, [...(opened.get(req) ?? []), db]);
+	return db;
+}
+
+/**
+ * The DuckDB time of a request's statements, in ms, if it opened a chain's data: sent as
+ * `Server-Timing: duckdb;dur=<ms>` (app.ts), so a client (a notebook, a benchmark) can tell the
+ * database's share of an answer's time from the HTTP path's, request by request.
+ */
+export function queryMsOf(req: FastifyRequest): number | undefined {
+	const dbs = opened.get(req);
+	return dbs?.reduce((ms, db) => ms + db.queryMs(), 0);
 }

@@ -10,6 +10,7 @@ export const EXPOSED_HEADERS = [
 	"X-Next-Offset",
 	"X-Start-Block",
 	"X-End-Block",
+	"Server-Timing",
 ];
 
 /** The API answers data, never documents: nothing in a response may load, run, frame or submit anything. */

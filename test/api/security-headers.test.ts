@@ -48,6 +48,7 @@ const EXPOSED = [
 	"X-Next-Offset",
 	"X-Start-Block",
 	"X-End-Block",
+	"Server-Timing",
 ];
 
 type Headers = Record<string, string | string[] | number | undefined>;
@@ -123,6 +124,36 @@ describe("every answer", () => {
 		const limited = await app.inject({ url: `${v1}/blocks/latest`, headers: AUTH });
 		expect(limited.statusCode).toBe(429);
 		expectApiHeaders(limited.headers, "429");
+	});
+
+	it("a data answer tells its DuckDB time (Server-Timing); one that read nothing says 0, the others say nothing", async () => {
+		const timing = (h: Headers) => /^duckdb;dur=(\d+\.\d\d)$/.exec(String(h["server-timing"]))?.[1];
+		const tx = f.work.txs[0]?.hash as string;
+		const started = performance.now();
+		const found = await f.app.inject({ url: `${v1}/txs/${tx}`, headers: AUTH });
+		const wall = performance.now() - started;
+		expect(found.statusCode).toBe(200);
+		const ms = Number(timing(found.headers));
+		// Its statements' time: more than nothing, less than the whole request.
+		expect(ms).toBeGreaterThan(0);
+		expect(ms).toBeLessThanOrEqual(wall);
+		// A list and an error after statements say it too.
+		const list = await f.app.inject({ url: `${v1}/address/${f.work.accounts.alice}/transfers?limit=2`, headers: AUTH });
+		expect(Number(timing(list.headers))).toBeGreaterThan(0);
+		// A hash no key filter admits runs no statement.
+		const missing = await f.app.inject({ url: `${v1}/txs/0x${"00".repeat(32)}`, headers: AUTH });
+		expect(missing.statusCode).toBe(404);
+		expect(timing(missing.headers)).toBe("0.00");
+		// No chain's data opened: no header.
+		for (const [url, status] of [
+			["/healthz", 200],
+			[`${v1}/blocks/latest?x=1`, 400],
+			["/eip155-999/v1/blocks/latest", 404],
+		] as const) {
+			const res = await f.app.inject({ url, headers: AUTH });
+			expect(res.statusCode, url).toBe(status);
+			expect(res.headers["server-timing"], url).toBeUndefined();
+		}
 	});
 
 	it("on the wire: no X-Powered-By, no Server, no version anywhere in the headers", async () => {

@@ -67,7 +67,7 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const assets = q.asset_type ?? ["ft"];
 			if (q.contract && assets.length === 1 && assets[0] === "native") {
@@ -121,7 +121,7 @@ export function addressRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const range = await resolveRange(db, q);
 			const result = await findWalletTransactions(

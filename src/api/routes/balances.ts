@@ -61,7 +61,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const n = await asOf(db, q.block_number);
 			const after = q.offset;
@@ -108,7 +108,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const n = await asOf(db, q.block_number);
 			const after = q.offset === undefined ? undefined : parseCursor(q.offset);
@@ -148,7 +148,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const n = await asOf(db, req.query.block_number);
 			const zero = (await tokenBalances(db, ZERO_ADDRESS, n)).find((b) => b.token === req.params.contract);
 			const supply = zero && zero.raw < 0n ? -zero.raw : null;
@@ -174,7 +174,7 @@ export function balancesRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const n = await asOf(db, req.query.block_number);
 			const blind = db.chunks().find((c) => c.from <= n && !c.datasets.includes("traces"));
 			if (blind)

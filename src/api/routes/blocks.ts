@@ -27,7 +27,7 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const chain = db.chain;
 			await headBlock(db); // 503 NO_DATA before the first block is stored
 			const block = await latestBlock(db);
@@ -51,7 +51,7 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const chain = db.chain;
 			const block = await findBlockByHash(db, req.params.block_hash);
 			if (block) {
@@ -87,7 +87,7 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const range = await resolveRange(db, q, { required: true });
 			let after: number | undefined;

@@ -80,7 +80,7 @@ export function callRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			if (q.from && q.sender && q.from !== q.sender) {
 				throw badRequest("INVALID_PARAMETER", "sender is another name for from: give one of them, or the same address");

@@ -70,7 +70,7 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 				},
 			},
 			async (req, reply) => {
-				const db = openChain(ctx, req.params.chain_id);
+				const db = openChain(ctx, req);
 				const q = req.query;
 				if (q.caller && q.sender && q.caller !== q.sender) {
 					throw badRequest(
@@ -110,7 +110,7 @@ export function contractRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const range = await resolveRange(db, req.query);
 			const result = await findTransfers(
 				db,

@@ -44,7 +44,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const filter = eventFilterOf(q);
 			const range = await resolveRange(db, q);
@@ -66,7 +66,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const filter = eventFilterOf(q);
 			const range = await resolveRange(db, q);

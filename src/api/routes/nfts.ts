@@ -53,7 +53,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const n = await asOf(db, q.block_number);
 			const page = await nftHoldings(db, {
@@ -112,7 +112,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const n = await asOf(db, q.block_number);
 			const contract = req.params.address;
@@ -170,7 +170,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const range = await resolveRange(db, q);
 			const filter = {
@@ -196,7 +196,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const q = req.query;
 			const range = await resolveRange(db, q);
 			const tokenId = BigInt(req.params.token_id).toString();
@@ -218,7 +218,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const n = await asOf(db, req.query.block_number);
 			const contract = req.params.address;
 			const tokenId = BigInt(req.params.token_id).toString();
@@ -254,7 +254,7 @@ export function nftRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const n = await asOf(db, undefined);
 			const contract = req.params.address;
 			const meta = (await tokenMetas(db, [contract])).get(contract);

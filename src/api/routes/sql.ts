@@ -9,7 +9,7 @@ import { checkSqlText, SqlRefusedError } from "../../query/sql/sql-refusals.js";
 import { sqlSlots } from "../../query/sql/sql-slots.js";
 import { stringifyExact } from "../answers/records.js";
 import { arrowTable, csvCell } from "../answers/send-list.js";
-import { type ApiContext, openChain } from "../context.js";
+import { type ApiContext, servedChain } from "../context.js";
 import { ApiError } from "../errors.js";
 import { documented } from "../params/param-docs.js";
 import { chainParams } from "../params/params.js";
@@ -141,7 +141,8 @@ export function sqlRoutes(app: FastifyInstance, ctx: ApiContext, opts: SqlEndpoi
 					"SQL_DISABLED",
 					"the SQL endpoint is off on this server: its operator turns it on with serve --sql or CHAINLAKE_SQL=1 (README, SQL over HTTP); the list routes answer without it",
 				);
-			const db = openChain(ctx, req.params.chain_id);
+			// (Not openChain: the statement runs in a child process, so no Server-Timing of the snapshot's.)
+			const db = ctx.store.snapshot(servedChain(ctx, req.params.chain_id));
 			if (ctx.remote)
 				throw new ApiError(
 					503,

@@ -29,7 +29,7 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const found = await findTransactionWithLogs(db, req.params.transaction_hash);
 			if (!found) throw notFound("TX_NOT_FOUND", `no transaction ${req.params.transaction_hash} on ${db.chain}`);
 			immutableUpTo(reply, Number(found.tx.block_number));
@@ -60,7 +60,7 @@ export function txRoutes(app: FastifyInstance, ctx: ApiContext) {
 			},
 		},
 		async (req, reply) => {
-			const db = openChain(ctx, req.params.chain_id);
+			const db = openChain(ctx, req);
 			const includeFailed = req.query.include_failed_calls ?? false;
 			if (includeFailed) requireTraces(db, "traces");
 			const found = await findTransactionWithLogs(db, req.params.transaction_hash);

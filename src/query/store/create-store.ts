@@ -96,6 +96,8 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				// The manifest's last block: the head, without reading a file.
 				head: () => (manifest?.chunks.length ? Math.max(...manifest.chunks.map((c) => c.to)) : null),
 				memo: (key, compute) => memo(manifest, key, compute),
+				// The runner takes each statement's time off the budget (run-query.ts).
+				queryMs: () => budgetMs - budget.leftMs,
 			};
 		},
 		async damage(chain) {

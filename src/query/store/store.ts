@@ -112,4 +112,6 @@ export interface Snapshot {
 	 * reused until the manifest changes. A failure is not kept.
 	 */
 	memo<T>(key: string, compute: () => Promise<T>): Promise<T>;
+	/** Milliseconds its statements have run in DuckDB so far (the answer's Server-Timing: api/context.ts). */
+	queryMs(): number;
 }
