@@ -109,37 +109,23 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const rows: Row[] = [];
 	const used = new Set<IndexSource>();
 	const indexOf = (batch: readonly Piece[]) => q.indexes?.find((i) => batch.every((p) => db.indexed(i.name, p.chunk)));
-	const statement = (window: [number, number], index: IndexSource | undefined, tail: string) => {
+	const read = async (window: [number, number], index: IndexSource | undefined) => {
 		const from = index ? (index.from ?? `{${index.name}}`) : `{${q.dataset}}`;
 		const after = page.after === undefined ? "" : ` AND ${key} ${desc ? "<" : ">"} $after`;
-		const sql = `SELECT ${index?.columns ?? q.columns} FROM ${from} WHERE ${blockColumn} BETWEEN $start AND $end AND (${index?.where ?? q.where})${after}${tail}`;
-		const params: Params = { ...q.params, start: window[0], end: window[1] };
+		const where = `${blockColumn} BETWEEN $start AND $end AND (${index?.where ?? q.where})${after}`;
+		const params: Params = { ...q.params, start: window[0], end: window[1], limit: page.limit + 1 - rows.length };
 		if (page.after !== undefined) params.after = page.after;
-		return { sql, params };
-	};
-	const keep = (got: Row[], index: IndexSource | undefined) => {
+		const select = `SELECT ${index?.columns ?? q.columns} FROM ${from} WHERE ${where}`;
+		const ordered = `${select} ORDER BY ${key} ${desc ? "DESC" : "ASC"} LIMIT $limit`;
+		// A key's rows of an index, oldest first: in the order the files hold them (see ascending).
+		let got: Row[] | undefined;
+		if (index?.key !== undefined && !desc) {
+			got = await db.query(`${select} LIMIT $limit`, params, window, index.key);
+			if (!ascending(got, key)) got = undefined;
+		}
+		got ??= await db.query(ordered, params, window, index?.key);
 		if (index && got.length > 0) used.add(index);
 		rows.push(...(index?.decode ? got.map(index.decode) : got));
-	};
-	const read = async (window: [number, number], index: IndexSource | undefined) => {
-		const { sql, params } = statement(window, index, ` ORDER BY ${key} ${desc ? "DESC" : "ASC"} LIMIT $limit`);
-		params.limit = page.limit + 1 - rows.length;
-		keep(await db.query(sql, params, window, index?.key), index);
-	};
-	/**
-	 * A quiet key's rows, put in order here rather than by DuckDB: its ORDER BY ... LIMIT is a sort
-	 * operator and a second pipeline, about a fifth of such a statement's time (BENCHMARKS.md,
-	 * eleventh figures). Reads at most QUIET_ROWS of them; false, having kept none, if there are more.
-	 */
-	const readAll = async (window: [number, number], index: IndexSource): Promise<boolean> => {
-		const { sql, params } = statement(window, index, " LIMIT $cap");
-		const most = quietRows();
-		params.cap = most + 1;
-		const got = await db.query(sql, params, window, index.key);
-		if (got.length > most) return false;
-		got.sort((a, b) => (desc ? -1 : 1) * compareKeys(a[key], b[key]));
-		keep(got.slice(0, page.limit + 1), index);
-		return true;
 	};
 
 	const finish = async (): Promise<ListResult> => {
@@ -154,7 +140,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const whole = indexOf(pieces);
 	const spans = whole?.key !== undefined ? await db.keyRows(whole.name, whole.key, [lo, hi]) : null;
 	if (whole && isQuiet(spans)) {
-		if (!(await readAll([lo, hi], whole))) await read([lo, hi], whole);
+		await read([lo, hi], whole);
 		return finish();
 	}
 	// A busy key whose files' filters count its rows: windows sized to what the page needs.
@@ -188,18 +174,20 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 }
 
 /**
- * The most rows a quiet key's page reads to order them itself (readAll). A quiet key has at most
- * an index's busyRows in each file, but may be in many: past this many, DuckDB's ORDER BY ...
- * LIMIT hands over only the page (turning rows into JS objects costs more than its sort then).
+ * Whether rows come in ascending `key` order. A key's rows of an index are read without ORDER BY
+ * when oldest first: every index file is sorted by its key then id (indexes.ts sortKey), a
+ * statement's files come in block order (indexFiles) over disjoint blocks, and DuckDB keeps a
+ * scan's order through WHERE and LIMIT (its order preservation): so the first `limit` rows it
+ * reads are the page. That saves the sort, its second pipeline, and the rows past the page
+ * (BENCHMARKS.md, eleventh figures). Rows out of order (a file some other tool wrote) are read
+ * again with ORDER BY.
  */
-export const QUIET_ROWS = 4_096;
-/** QUIET_ROWS, or CHAINLAKE_QUIET_ROWS (tests: a small chain's wallets past it). */
-const quietRows = () => Number(process.env.CHAINLAKE_QUIET_ROWS) || QUIET_ROWS;
-
-/** Chain order of two rows' keys: ids are fixed-width hex text, block numbers numbers. */
-function compareKeys(a: unknown, b: unknown): number {
-	if (typeof a === "string" && typeof b === "string") return a < b ? -1 : a > b ? 1 : 0;
-	return Number(a) - Number(b);
+function ascending(rows: readonly Row[], key: string): boolean {
+	for (let i = 1; i < rows.length; i++) {
+		const [a, b] = [(rows[i - 1] as Row)[key], (rows[i] as Row)[key]];
+		if (!(typeof a === "string" && typeof b === "string" ? a < b : Number(a) < Number(b))) return false;
+	}
+	return true;
 }
 
 /**

@@ -37,6 +37,8 @@ export async function lockDownTo(
 			// (schema, row-group statistics) in memory, so a query does not parse it again. GLOBAL: in
 			// DuckDB 1.5 a plain SET of it holds for this connection alone, which closes below.
 			"SET GLOBAL parquet_metadata_cache = true",
+			// DuckDB's default, said and locked: a key's page oldest first is the scan's order (query/list.ts).
+			"SET GLOBAL preserve_insertion_order = true",
 			`SET allowed_directories = ${list(allowed.directories)}`,
 			`SET allowed_paths = ${list(allowed.paths)}`,
 			"SET autoinstall_known_extensions = false",

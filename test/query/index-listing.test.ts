@@ -406,33 +406,42 @@ describe("wallet listing through the index files", () => {
 		expect((await spans("indexed"))?.every((s) => s.rows === 0 || s.rows === "few")).toBe(true);
 	});
 
-	it("a quiet wallet with more rows than a page orders itself (CHAINLAKE_QUIET_ROWS) is ordered by DuckDB, with the same pages", async () => {
-		const alice = work.accounts.alice;
-		const ids = await referenceIds(
-			`SELECT id FROM read_parquet(${refFiles.transfers}) WHERE ${sides(["sender", "recipient"], undefined, undefined)} AND asset_type IN ('native', 'ft', 'nft') ORDER BY id`,
-			{ address: alice },
-		);
-		expect(ids.length).toBeGreaterThan(10);
-		const list: Lister = (db, page) => findTransfers(db, { address: alice, assets: ALL_ASSETS }, page);
-		// Fewer than its rows in the whole history, more than in blocks 11..29 (both paths of a page).
-		process.env.CHAINLAKE_QUIET_ROWS = "4";
-		try {
-			await checkAll(`${alice} past the quiet rows`, list, ids, WHOLE(), {
-				limits: [1, 3, 1000],
-				through: ["indexed"],
-			});
-			const cut = CUTS()[1] as Range;
-			const inCut = await referenceIds(
-				`SELECT id FROM read_parquet(${refFiles.transfers}) WHERE ${sides(["sender", "recipient"], undefined, undefined)} AND asset_type IN ('native', 'ft', 'nft')
-				 AND block_number BETWEEN $start AND $end ORDER BY id`,
-				{ address: alice, start: cut.start, end: cut.end },
+	it("pages oldest first in the files' order, and still right where a file's rows are out of order", async () => {
+		// A copy whose wallet_transfers files hold each wallet's rows newest first (as another tool
+		// might write them): a page read in the files' order comes out of order and is read again
+		// with ORDER BY, so its pages are the reference's all the same.
+		const shuffled = join(root, "newest-first");
+		await cp(join(root, "indexed"), shuffled, { recursive: true });
+		const db = await DuckDBInstance.create(":memory:");
+		const conn = await db.connect();
+		const dir = join(shuffled, CHAIN_ID, "wallet_transfers");
+		for (const f of (await readdir(dir)).filter((n) => n.endsWith(".parquet"))) {
+			const path = join(dir, f);
+			await conn.run(
+				`COPY (SELECT * FROM read_parquet('${path}') ORDER BY address, id DESC) TO '${path}.new' (FORMAT parquet)`,
 			);
-			await checkAll(`${alice} ${cut.name} past the quiet rows`, list, inCut, cut, {
-				limits: [1, 3],
-				through: ["indexed"],
+			await cp(`${path}.new`, path);
+			await rm(`${path}.new`);
+		}
+		conn.closeSync();
+		db.closeSync();
+		const store = await createStore(shuffled);
+		stores.push({ name: "newest-first", store });
+		try {
+			const alice = work.accounts.alice;
+			const ids = await referenceIds(
+				`SELECT id FROM read_parquet(${refFiles.transfers}) WHERE ${sides(["sender", "recipient"], undefined, undefined)} AND asset_type IN ('native', 'ft', 'nft') ORDER BY id`,
+				{ address: alice },
+			);
+			expect(ids.length).toBeGreaterThan(10);
+			const list: Lister = (db, page) => findTransfers(db, { address: alice, assets: ALL_ASSETS }, page);
+			await checkAll(`${alice} newest first in its files`, list, ids, WHOLE(), {
+				limits: [1, 3, 1000],
+				through: ["indexed", "newest-first"],
 			});
 		} finally {
-			delete process.env.CHAINLAKE_QUIET_ROWS;
+			stores.pop();
+			store.close();
 		}
 	});
 

@@ -213,6 +213,7 @@ describe("the settings cannot be undone", () => {
 		"SET allowed_directories = ['/']",
 		"SET allowed_paths = ['/etc/passwd']",
 		"SET lock_configuration = false",
+		"SET GLOBAL preserve_insertion_order = false",
 		"RESET lock_configuration",
 		"SET autoinstall_known_extensions = true",
 		"SET autoload_known_extensions = true",
@@ -230,13 +231,20 @@ describe("the settings cannot be undone", () => {
 		});
 	}
 
-	it("keeps Parquet footers in memory on every connection of the pool, not only the one that set it", async () => {
+	it("keeps Parquet footers in memory and insertion order on every connection of the pool, not only the one that set it", async () => {
 		// DuckDB 1.5: a plain SET parquet_metadata_cache holds for its own connection alone, and
 		// lockDown's connection closes; read the setting back from the connections queries run on.
 		const checks = await Promise.all(
-			Array.from({ length: 8 }, () => store.query(CHAIN, "SELECT current_setting('parquet_metadata_cache') AS cache")),
+			Array.from({ length: 8 }, () =>
+				store.query(
+					CHAIN,
+					"SELECT current_setting('parquet_metadata_cache') AS cache, current_setting('preserve_insertion_order') AS ordered",
+				),
+			),
 		);
 		for (const [row] of checks) expect(row?.cache).toBe(true);
+		// A wallet's pages oldest first take the scan's order (query/list.ts ascending).
+		for (const [row] of checks) expect(row?.ordered).toBe(true);
 	});
 
 	it("leaves the lockdown in force after all those attempts, on every connection of the pool", async () => {
