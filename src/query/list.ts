@@ -117,10 +117,10 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 		if (page.after !== undefined) params.after = page.after;
 		const select = `SELECT ${index?.columns ?? q.columns} FROM ${from} WHERE ${where}`;
 		const ordered = `${select} ORDER BY ${key} ${desc ? "DESC" : "ASC"} LIMIT $limit`;
-		// A key's rows of an index, oldest first: in the order the files hold them (see ascending).
+		// Oldest first: in the order the files hold them (see ascending).
 		let got: Row[] | undefined;
-		if (index?.key !== undefined && !desc) {
-			got = await db.query(`${select} LIMIT $limit`, params, window, index.key);
+		if (!desc && !/\bSELECT\b/i.test(where)) {
+			got = await db.query(`${select} LIMIT $limit`, params, window, index?.key);
 			if (!ascending(got, key)) got = undefined;
 		}
 		got ??= await db.query(ordered, params, window, index?.key);
@@ -174,13 +174,14 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 }
 
 /**
- * Whether rows come in ascending `key` order. A key's rows of an index are read without ORDER BY
- * when oldest first: every index file is sorted by its key then id (indexes.ts sortKey), a
- * statement's files come in block order (indexFiles) over disjoint blocks, and DuckDB keeps a
- * scan's order through WHERE and LIMIT (its order preservation): so the first `limit` rows it
- * reads are the page. That saves the sort, its second pipeline, and the rows past the page
- * (BENCHMARKS.md, eleventh figures). Rows out of order (a file some other tool wrote) are read
- * again with ORDER BY.
+ * Whether rows come in ascending `key` order. A page oldest first is read without ORDER BY:
+ * every dataset file is sorted by its `key` (format/schema.ts SORT_KEY: id, or number for
+ * blocks) and every index file by its key then id (indexes.ts sortKey), a statement's files come
+ * in block order (listedFiles, indexFiles) over disjoint blocks, and DuckDB keeps a scan's order
+ * through WHERE and LIMIT (its order preservation; not through a join, so not where a condition
+ * holds a subquery): the first `limit` rows it reads are the page. That saves the sort, its
+ * second pipeline, and the rows past the page (BENCHMARKS.md, eleventh figures). Rows out of
+ * order (a file some other tool wrote) are read again with ORDER BY.
  */
 function ascending(rows: readonly Row[], key: string): boolean {
 	for (let i = 1; i < rows.length; i++) {
