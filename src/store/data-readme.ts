@@ -1,6 +1,6 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
 import { COMPACT_ROWS } from "./chunks/chunk-merges.js";
-import { PARQUET_OPTIONS } from "./files/parquet-writer.js";
+import { PARQUET_OPTIONS, rowGroupSizeOf } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./format/indexes.js";
 import { METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLET_RECORDS, WALLETS } from "./format/records.js";
 import { SCHEMAS, SORT_KEY } from "./format/schema.js";
@@ -77,7 +77,7 @@ data/<chain>/views.sql                                  DuckDB views, written by
 - Rows are sorted in chain order (the \`id\`, or \`number\` for blocks) in every file: block
   ranges and id-based paging read contiguous rows, and min/max statistics on \`block_number\`
   and \`id\` prune whole row groups and files.
-- Row groups of ${PARQUET_OPTIONS.ROW_GROUP_SIZE.toLocaleString("en")} rows, ${PARQUET_OPTIONS.COMPRESSION} compression, Parquet
+- Row groups of ${PARQUET_OPTIONS.ROW_GROUP_SIZE.toLocaleString("en")} rows (blocks: ${rowGroupSizeOf("blocks").toLocaleString("en")}, wide rows read a range at a time), ${PARQUET_OPTIONS.COMPRESSION} compression, Parquet
   format version 2 pages (delta-encoded integers and string lengths, part of the format since
   Parquet 2.0; the project's tests read them with DuckDB, hyparquet and ClickHouse).
 - Dictionaries where they pay (DuckDB's own choice: a column with few enough distinct values a

@@ -1,7 +1,7 @@
 import { mkdir, rename, rm, rmdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
-import { DATASETS } from "../extract/rows.js";
+import { DATASETS, type DatasetName } from "../extract/rows.js";
 import { deriveIndexes } from "../store/chunks/chunk-store.js";
 import { deleteNow, mergeAll } from "../store/chunks/merges.js";
 import { saveManifest } from "../store/delta/save-manifest.js";
@@ -85,7 +85,7 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 				gen: nextGeneration(manifest),
 			};
 			for (const d of DATASETS) {
-				const n = await writeFile(datasetSelectSql(d), partitionPath(o.dataDir, o.chain.id, d, entry));
+				const n = await writeFile(d, datasetSelectSql(d), partitionPath(o.dataDir, o.chain.id, d, entry));
 				entry.rows[d] = n;
 				totals[d] = (totals[d] ?? 0) + n;
 			}
@@ -117,13 +117,15 @@ export async function writeSynthChain(o: SynthOptions): Promise<{ chunks: number
 	 * vector ends, so only from a table's full vectors on one thread are they the 65,536 rows
 	 * of a sorted COPY (the same bytes as before), on every thread count.
 	 */
-	async function writeFile(select: string, path: string): Promise<number> {
+	async function writeFile(d: DatasetName, select: string, path: string): Promise<number> {
 		await mkdir(dirname(path), { recursive: true });
 		await conn.run("SET threads = 1");
 		try {
 			await conn.run(`CREATE OR REPLACE TEMP TABLE s_out AS ${select}`);
 			// (COPY answers the rows it wrote.)
-			const n = Number(await scalar(`COPY (SELECT * FROM s_out) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions()})`));
+			const n = Number(
+				await scalar(`COPY (SELECT * FROM s_out) TO ${quote(`${path}.tmp`)} (${parquetCopyOptions(d)})`),
+			);
 			await rename(`${path}.tmp`, path);
 			return n;
 		} finally {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
-import type { TransferRow } from "../../src/extract/rows.js";
+import type { DatasetRows, TransferRow } from "../../src/extract/rows.js";
 import { createParquetWriter, type ParquetWriter } from "../../src/store/files/parquet-writer.js";
 
 const U256_MAX = (2n ** 256n - 1n).toString();
@@ -107,6 +107,47 @@ describe("parquet writer", () => {
 			`SELECT bloom_filter_excludes AS excl FROM parquet_bloom_probe('${path}', 'contract', '${rows[42]?.contract}')`,
 		);
 		expect(hit.some((p) => p.excl === false)).toBe(true);
+	});
+
+	it("writes blocks in row groups of 4,096 (a block range decodes only the groups it touches), other datasets in 65,536", async () => {
+		const hash = (n: number, salt: number) => `0x${(n * 7919 + salt).toString(16).padStart(64, "0")}`;
+		// Only the columns a block needs here; the others are written as NULL.
+		const blocks = Array.from({ length: 10_000 }, (_, n) => ({
+			number: n,
+			hash: hash(n, 1),
+			parent_hash: hash(n, 2),
+			timestamp: 1_700_000_000 + n,
+		})) as unknown as DatasetRows["blocks"];
+		const written = join(dir, "groups", "blocks.parquet");
+		await writer.write("blocks", blocks, written, join(dir, "staging"));
+		// Merged (compaction) and put together (a chunk merge): the same groups.
+		const merged = join(dir, "groups", "blocks-merged.parquet");
+		await writer.merge("blocks", [written], merged);
+		const joined = join(dir, "groups", "blocks-joined.parquet");
+		await writer.concat("blocks", [written, merged], joined);
+		for (const [path, rows] of [
+			[written, 10_000],
+			[merged, 10_000],
+			[joined, 20_000],
+		] as const) {
+			const groups = await query(
+				`SELECT row_group_num_rows::INT AS n FROM parquet_metadata('${path}') WHERE path_in_schema = 'number' ORDER BY row_group_id`,
+			);
+			expect(
+				groups.reduce((sum, g) => sum + Number(g.n), 0),
+				path,
+			).toBe(rows);
+			expect(Math.max(...groups.map((g) => Number(g.n))), path).toBe(4_096);
+		}
+		const transfers = join(dir, "groups", "transfers.parquet");
+		await writer.write(
+			"transfers",
+			Array.from({ length: 10_000 }, (_, i) => transfer(i, "1")),
+			transfers,
+			join(dir, "staging"),
+		);
+		const one = await query(`SELECT count(DISTINCT row_group_id)::INT AS n FROM parquet_metadata('${transfers}')`);
+		expect(one[0]?.n).toBe(1);
 	});
 
 	it("writes a readable empty file for an empty dataset, and leaves no temporary files", async () => {

@@ -10,7 +10,7 @@ import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import { DATASETS, type DatasetName } from "../../src/extract/rows.js";
 import { createStore } from "../../src/query/store/create-store.js";
-import { indexRowsSql, PARQUET_OPTIONS } from "../../src/store/files/parquet-writer.js";
+import { indexRowsSql, rowGroupSizeOf } from "../../src/store/files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef, type IndexName, REPLACED } from "../../src/store/format/indexes.js";
 import { partPaths } from "../../src/store/format/key-parts.js";
 import { partitionPath } from "../../src/store/format/layout.js";
@@ -346,7 +346,7 @@ describe("writeSynthChain", () => {
 		expect(dictionaries).toBeGreaterThanOrEqual(transfers.length);
 	});
 
-	it("writes row groups of at most 65 536 rows (fewer in index files: each its own size), with min/max statistics on the sort key", async () => {
+	it("writes row groups of at most 65 536 rows (fewer in the blocks and index files: each its own size), with min/max statistics on the sort key", async () => {
 		let indexGroups = 0;
 		for (const { name, chunk, path } of listed()) {
 			const column = indexKey(name) ?? (name === "blocks" ? "number" : "id");
@@ -355,7 +355,8 @@ describe("writeSynthChain", () => {
 				 FROM parquet_metadata(${q(path)}) WHERE path_in_schema = '${column}' ORDER BY row_group_id`,
 			);
 			const limit =
-				(INDEXES as Record<string, { rowGroupSize: number }>)[name]?.rowGroupSize ?? PARQUET_OPTIONS.ROW_GROUP_SIZE;
+				(INDEXES as Record<string, { rowGroupSize: number }>)[name]?.rowGroupSize ??
+				rowGroupSizeOf(name as DatasetName);
 			for (const g of groups) {
 				expect(Number(g.n), `${name} ${chunk.from}`).toBeLessThanOrEqual(limit);
 				expect(g.lo, `${name} ${chunk.from}`).not.toBeNull();

@@ -105,7 +105,7 @@ export async function mergeChunkDatasets(
 	const inOrder = [...group].sort((a, b) => a.from - b.from);
 	for (const d of merged.datasets) {
 		const files = inOrder.map((c) => partitionPath(dataDir, chain, d, c));
-		merged.rows[d] = await writer.concat(files, partitionPath(dataDir, chain, d, merged));
+		merged.rows[d] = await writer.concat(d, files, partitionPath(dataDir, chain, d, merged));
 		afterEach();
 	}
 	return merged;

@@ -55,6 +55,7 @@ export interface ParquetWriter {
 		rows: readonly object[],
 		path: string,
 		stagingDir: string,
+		options?: string,
 	): Promise<number>;
 	/** Rows of a read-only SQL query over Parquet files (for the writers' own lookups). */
 	select(sql: string): Promise<Record<string, unknown>[]>;
@@ -68,7 +69,7 @@ export interface ParquetWriter {
 	 * The same for files whose rows are already in order one after the other (adjacent chunks' files,
 	 * in chain order), without sorting them again: the same file a merge writes.
 	 */
-	concat(files: string[], path: string): Promise<number>;
+	concat(dataset: DatasetName, files: string[], path: string): Promise<number>;
 	/**
 	 * Merges index files (chunk files or runs of `index`, every part of each) into one run at
 	 * `path`, sorted, in key-range parts when large (format/key-parts.ts); returns its rows and parts.
@@ -146,11 +147,27 @@ const STAGING_ROW_GROUP_SIZE = 8_192;
 const stagingDirOf = (path: string): string =>
 	stagingDir(dirname(dirname(dirname(path))), basename(dirname(dirname(path))));
 
-/** The COPY options of a dataset file (PARQUET_OPTIONS). */
-export function parquetCopyOptions(): string {
-	const fixed = Object.entries(PARQUET_OPTIONS).map(([k, v]) => `${k} ${typeof v === "string" ? quote(v) : v}`);
+/**
+ * Row groups of a dataset where not PARQUET_OPTIONS'. A block is a wide row (six 32-byte hashes,
+ * its bloom), read by number: a block range, a block by number, the latest block, the stamps of
+ * wallet records (query/store/block-stamps.ts) each decode every row of the groups they touch,
+ * which in groups of 65,536 were up to 65,536 blocks for one. In groups of 4,096 the same bytes
+ * (one of M's 10,000-block files: 2,104,045 → 2,093,590), and a range of 100 or 1,000 blocks or
+ * one block read 2.7-3.3x faster there (BENCHMARKS.md, eleventh figures), more where a merged
+ * chunk fills whole groups of 65,536.
+ */
+export const DATASET_ROW_GROUP_SIZES: Partial<Record<DatasetName, number>> = { blocks: 4_096 };
+
+/** The COPY options of a dataset file (PARQUET_OPTIONS, DATASET_ROW_GROUP_SIZES). */
+export function parquetCopyOptions(dataset?: DatasetName): string {
+	const options = { ...PARQUET_OPTIONS, ROW_GROUP_SIZE: rowGroupSizeOf(dataset) };
+	const fixed = Object.entries(options).map(([k, v]) => `${k} ${typeof v === "string" ? quote(v) : v}`);
 	return `FORMAT parquet, ${fixed.join(", ")}`;
 }
+
+/** Rows a row group of `dataset`'s files holds at most (any other table: PARQUET_OPTIONS'). */
+export const rowGroupSizeOf = (dataset?: DatasetName): number =>
+	(dataset && DATASET_ROW_GROUP_SIZES[dataset]) || PARQUET_OPTIONS.ROW_GROUP_SIZE;
 
 /**
  * Options of index files. Row groups are smaller than the datasets' (each index's rowGroupSize,
@@ -257,9 +274,9 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		write(dataset, rows, path, stagingDir) {
 			const schema: Record<string, readonly [string, string]> = SCHEMAS[dataset];
 			const columns = Object.fromEntries(Object.entries(schema).map(([name, [type]]) => [name, type]));
-			return writer.writeRows(columns, orderOf(dataset), rows, path, stagingDir);
+			return writer.writeRows(columns, orderOf(dataset), rows, path, stagingDir, parquetCopyOptions(dataset));
 		},
-		async writeRows(columns, order, rows, path, stagingDir) {
+		async writeRows(columns, order, rows, path, stagingDir, options = parquetCopyOptions()) {
 			const typed = Object.entries(columns).map(([c, type]) => `${quote(c)}: ${quote(type)}`);
 			const names = Object.keys(columns)
 				.map((n) => `"${n}"`)
@@ -272,7 +289,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				await writeNdjson(staged, rows);
 				await conn.run(
 					`COPY (SELECT ${names} FROM read_json(${quote(staged)}, format = 'newline_delimited', maximum_object_size = 1073741824, columns = {${typed.join(", ")}}) ORDER BY ${order})
-				 TO ${quote(tmp)} (${parquetCopyOptions()})`,
+				 TO ${quote(tmp)} (${options})`,
 				);
 				await fsyncFile(tmp);
 				crashPoint("parquet.write.tmp-written");
@@ -293,7 +310,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			return removingOnFailure([tmp], async () => {
 				// (COPY answers the rows it wrote: no count of the inputs first.)
 				const n = await countOf(
-					`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions()})`,
+					`COPY (SELECT * FROM ${source} WHERE ${where} ORDER BY ${orderOf(dataset)}) TO ${quote(tmp)} (${parquetCopyOptions(dataset)})`,
 				);
 				await fsyncFile(tmp);
 				crashPoint("parquet.merge.tmp-written");
@@ -302,7 +319,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				return n;
 			});
 		},
-		async concat(files, path) {
+		async concat(dataset, files, path) {
 			await mkdirDurably(dirname(path));
 			const tmp = `${path}.tmp`;
 			return removingOnFailure([tmp], async () => {
@@ -316,7 +333,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 					await conn.run(
 						`CREATE OR REPLACE TEMP TABLE concat_rows AS SELECT * FROM read_parquet([${files.map(quote).join(", ")}])`,
 					);
-					n = await countOf(`COPY (SELECT * FROM concat_rows) TO ${quote(tmp)} (${parquetCopyOptions()})`);
+					n = await countOf(`COPY (SELECT * FROM concat_rows) TO ${quote(tmp)} (${parquetCopyOptions(dataset)})`);
 				} finally {
 					await conn.run("DROP TABLE IF EXISTS concat_rows");
 					await conn.run(`SET threads = ${WRITER_THREADS}`);

@@ -92,7 +92,7 @@ const ofDataset = (dataDir: string, chain: string, d: DatasetName, from: RangeId
 	from: partitionPath(dataDir, chain, d, from),
 	to: partitionPath(dataDir, chain, d, to),
 	order: orderOf(d),
-	options: parquetCopyOptions,
+	options: () => parquetCopyOptions(d),
 	blocks: d === "blocks",
 	filter: false,
 });
@@ -170,7 +170,7 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 						from: partitionPath(dataDir, chain, GHOST_DATASET, g),
 						to: partitionPath(dataDir, chain, GHOST_DATASET, to),
 						order: orderOf("blocks"),
-						options: parquetCopyOptions,
+						options: () => parquetCopyOptions("blocks"),
 						blocks: true,
 						filter: false,
 					},
