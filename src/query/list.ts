@@ -186,7 +186,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 function ascending(rows: readonly Row[], key: string): boolean {
 	for (let i = 1; i < rows.length; i++) {
 		const [a, b] = [(rows[i - 1] as Row)[key], (rows[i] as Row)[key]];
-		if (!(typeof a === "string" && typeof b === "string" ? a < b : Number(a) < Number(b))) return false;
+		if (typeof a === "string" && typeof b === "string" ? a > b : Number(a) > Number(b)) return false;
 	}
 	return true;
 }
