@@ -20,7 +20,7 @@ import { writeSmallGroups } from "./small-groups.js";
  * Parquet settings, and why:
  * - ROW_GROUP_SIZE: row groups are the unit DuckDB skips with min/max statistics and bloom
  *   filters; 64k rows keeps a point lookup's read small while the per-group metadata stays
- *   negligible.
+ *   negligible (the blocks' wide rows in smaller groups: DATASET_ROW_GROUP_SIZES).
  * - Dictionaries where DuckDB finds them worth it (its default limits): repeating columns (a
  *   transfer's contract, its transaction's hash, a block's hash) are dictionary-encoded and get
  *   bloom filters (DuckDB writes them for dictionary-encoded
@@ -153,7 +153,7 @@ const stagingDirOf = (path: string): string =>
  * wallet records (query/store/block-stamps.ts) each decode every row of the groups they touch,
  * which in groups of 65,536 were up to 65,536 blocks for one. In groups of 4,096 the same bytes
  * (one of M's 10,000-block files: 2,104,045 → 2,093,590), and a range of 100 or 1,000 blocks or
- * one block read 2.7-3.3x faster there (BENCHMARKS.md, eleventh figures), more where a merged
+ * one block read 2.7-3.4x faster there (BENCHMARKS.md, eleventh figures), more where a merged
  * chunk fills whole groups of 65,536.
  */
 export const DATASET_ROW_GROUP_SIZES: Partial<Record<DatasetName, number>> = { blocks: 4_096 };
