@@ -152,9 +152,9 @@ const stagingDirOf = (path: string): string =>
  * its bloom), read by number: a block range, a block by number, the latest block, the stamps of
  * wallet records (query/store/block-stamps.ts) each decode every row of the groups they touch,
  * which in groups of 65,536 were up to 65,536 blocks for one. In groups of 4,096 the same bytes
- * (one of M's 10,000-block files: 2,104,045 → 2,093,590), and a range of 100 or 1,000 blocks or
- * one block read 2.7-3.4x faster there (BENCHMARKS.md, eleventh figures), more where a merged
- * chunk fills whole groups of 65,536.
+ * (one of M's 10,000-block files: 2,104,045 → 2,093,590), and on M a block by number read in a
+ * quarter of the time, 100 blocks in 0.29-0.68 of it, the latest block in half (BENCHMARKS.md,
+ * eleventh figures); more where a merged chunk fills whole groups of 65,536.
  */
 export const DATASET_ROW_GROUP_SIZES: Partial<Record<DatasetName, number>> = { blocks: 4_096 };
 
