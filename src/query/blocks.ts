@@ -1,7 +1,7 @@
+import { everyChunkHas } from "./every-chunk-has.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import { decodeBlockRecord } from "./records-decode.js";
 import type { Row, Snapshot } from "./store/store.js";
-import { everyChunkHas } from "./transactions.js";
 
 /** The columns a block record needs. The nonce (DECIMAL(20,0): it can pass 2^63) as exact text: the
  * DuckDB client converts DECIMAL to a JS double, which rounds above 2^53. */

@@ -2,6 +2,7 @@ import { ADDRESS_LAYOUTS, recordRelationSql } from "../store/format/address-reco
 import { LIMBS } from "../store/format/amounts.js";
 import { HOLDING_KEYS, type HoldingKind, movesSql, nativeMovesSql, signedLimbSumsSql } from "../store/format/deltas.js";
 import { INDEXES, type IndexDef, type IndexName } from "../store/format/indexes.js";
+import { everyChunkHas } from "./every-chunk-has.js";
 import type { Params, Snapshot } from "./store/store.js";
 
 /*
@@ -114,8 +115,7 @@ export async function deltaSums(
 			return `(SELECT * FROM (${nativeMovesSql((d) => `(SELECT * FROM ${rel(d)} WHERE (${d === "blocks" ? blocks.replaceAll("block_number", "number") : blocks}))`)}) WHERE address = $v)`;
 		if (q.by === "token")
 			return `(${movesSql(`(SELECT * FROM ${rel("transfers")} WHERE contract = $v AND (${blocks}))`, q.kind)})`;
-		const every = (index: IndexName) =>
-			db.chunks().every((c) => !c.datasets.includes("transfers") || db.indexed(index, c));
+		const every = (index: IndexName) => everyChunkHas(db, "transfers", index);
 		const records = (["wallet_transfers", "transfer_records_by_address"] as const).find(every);
 		const src = records
 			? `(SELECT * EXCLUDE (address, side, record) FROM ${recordRelationSql(ADDRESS_LAYOUTS[records], rel(records))} WHERE address = $v AND (${blocks}))`

@@ -1,5 +1,5 @@
-import type { IndexName } from "../store/format/indexes.js";
 import { inList } from "./conditions.js";
+import { everyChunkHas } from "./every-chunk-has.js";
 import { type ListResult, listRows, type Page } from "./list.js";
 import { decodeTransactionRecord } from "./records-decode.js";
 import type { Params, Row, Snapshot } from "./store/store.js";
@@ -23,10 +23,6 @@ export function findWalletTransactions(db: Snapshot, f: WalletTxFilter, page: Pa
 	const { where, indexes } = walletRows("transactions", f, [], params);
 	return listRows(db, { dataset: "transactions", columns: TX_COLUMNS, where, params, indexes }, page);
 }
-
-/** Whether every chunk with `dataset` has `index` (its own file or a run): then the index answers alone. */
-export const everyChunkHas = (db: Snapshot, dataset: "transactions" | "blocks", index: IndexName): boolean =>
-	db.chunks().every((c) => !c.datasets.includes(dataset) || db.indexed(index, c));
 
 /**
  * A transaction by hash with its logs: one read of its record (store/format/lookup-records.ts: two
