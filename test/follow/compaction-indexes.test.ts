@@ -19,7 +19,7 @@ import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { INDEX_SIDES, indexDiff } from "../helpers/index-rows.js";
-import { nodeCall } from "../helpers/node-rpc.js";
+import { nodeCall, sendMined } from "../helpers/node-rpc.js";
 
 /**
  * The follower's compaction (one-block head files merged into their partition's file once final)
@@ -36,8 +36,11 @@ let accounts: string[];
 let db: DuckDBInstance;
 
 const rpc = (method: string, params: unknown[]) => nodeCall(anvil.url, method, params);
+/** One transaction, mined in a block of its own before the next is sent: anvil answers
+ * eth_sendTransaction before its automine has sealed the block, so on a busy machine two sends in
+ * a row could share one block (CI saw head 5 where 6 were sent). */
 const send = (from: string, to: string, wei: number) =>
-	rpc("eth_sendTransaction", [{ from, to, value: `0x${wei.toString(16)}` }]);
+	sendMined(anvil.url, { from, to, value: `0x${wei.toString(16)}` });
 /** Waits until the node reports block `n` as its head (eth_blockNumber can lag a just-mined block). */
 async function headAt(n: number) {
 	for (let i = 0; i < 100 && Number(await rpc("eth_blockNumber", [])) < n; i++)

@@ -18,7 +18,7 @@ import { indexFiles } from "../../src/store/indexes/listing.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
-import { nodeCall } from "../helpers/node-rpc.js";
+import { nodeCall, sendMined } from "../helpers/node-rpc.js";
 
 /**
  * Wallet lists read through the index files (src/query/list.ts picks them where every chunk of a
@@ -94,20 +94,18 @@ beforeAll(async () => {
 	// A little more history on top of the workload, one block a transaction: a self-transfer (one
 	// index row, not two), a zero-value transaction (no transfer) and transfers among the accounts.
 	const a = work.accounts;
-	await rpc("eth_sendTransaction", [{ from: a.alice, to: a.alice, value: "0x7" }]);
-	await rpc("eth_sendTransaction", [{ from: a.bob, to: a.carol, value: "0x0" }]);
+	// Each mined before the next is sent (sendMined), so none share a block.
+	await sendMined(anvil.url, { from: a.alice, to: a.alice, value: "0x7" });
+	await sendMined(anvil.url, { from: a.bob, to: a.carol, value: "0x0" });
 	for (const [from, to] of [
 		[a.carol, a.alice],
 		[a.dave, a.bob],
 		[a.alice, a.deployer],
 		[a.bob, a.alice],
 	] as const) {
-		await rpc("eth_sendTransaction", [{ from, to, value: "0x3" }]);
+		await sendMined(anvil.url, { from, to, value: "0x3" });
 	}
-	// Every one of them mined (one block each) before the backfill reads the chain.
-	for (let i = 0; i < 100 && Number(await rpc("eth_blockNumber", [])) < work.lastBlock + 6; i++) {
-		await new Promise((r) => setTimeout(r, 50));
-	}
+	expect(Number(await rpc("eth_blockNumber", []))).toBe(work.lastBlock + 6);
 	root = await mkdtemp(join(tmpdir(), "chainlake-index-listing-"));
 	const indexed = join(root, "indexed");
 	// No Delta Lake logs: nothing here reads them, and they are a good part of each chunk's save.
