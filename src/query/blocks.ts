@@ -45,13 +45,17 @@ export async function findBlockByNumber(db: Snapshot, number: number): Promise<R
 	return row;
 }
 
-/** Blocks of a range, paged by block number (the API pages `/blocks` by hash; the route maps it). */
-export function listBlocks(db: Snapshot, page: Page): Promise<ListResult> {
+/**
+ * Blocks of a range, paged by block number (the API pages `/blocks` by hash; the route maps it).
+ * `columns`: what each row holds, BLOCK_COLUMNS by default; with others, `number` and `hash`
+ * among them (the paging reads them).
+ */
+export function listBlocks(db: Snapshot, page: Page, columns = BLOCK_COLUMNS): Promise<ListResult> {
 	return listRows(
 		db,
 		{
 			dataset: "blocks",
-			columns: BLOCK_COLUMNS,
+			columns,
 			where: "true",
 			params: {},
 			key: "number",

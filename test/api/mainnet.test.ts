@@ -141,6 +141,19 @@ describe("mainnet block 483920 from recorded responses", () => {
 		});
 	});
 
+	it("/blocks answers the block as /blocks/{hash} does, byte for byte, in JSON and NDJSON (there DuckDB writes it)", async () => {
+		const one = await get(`${V1}/blocks/${block.hash}`);
+		// A 2015 block: its difficulty and total difficulty, exact JSON integers past 2^53.
+		expect(one.raw).toMatch(/"difficulty":\d{13,},/);
+		expect(one.raw).toMatch(/"total_difficulty":\d{17,},/);
+		const range = `block_number_start=${BLOCK}&block_number_end=latest`;
+		const env = await get(`${V1}/blocks?${range}`);
+		expect(env.raw).toBe(
+			`{"range":{"has_more":false,"start_block":${BLOCK},"end_block":${BLOCK},"next_offset":null},"items":[${one.raw}]}`,
+		);
+		expect((await get(`${V1}/blocks?${range}&format=ndjson`)).raw).toBe(`${one.raw}\n`);
+	});
+
 	it("/address/{from}/transfers answers ethereum-etl's token transfers (asset_type defaults to ft)", async () => {
 		for (const row of etl) {
 			const from = row.from_address ?? "";

@@ -139,6 +139,7 @@ describe("a list answer over the cap", () => {
 			`calls?from=${a.deployer}`,
 			`contracts/creates?origin=${a.deployer}`,
 			"blocks?block_number_start=0&block_number_end=latest",
+			"blocks?block_number_start=0&block_number_end=latest&format=ndjson",
 		]) {
 			const res = await app.inject({ url: `/${f.chain}/v1/${path}`, headers: AUTH });
 			expect(res.statusCode, path).toBe(400);

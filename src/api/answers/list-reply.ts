@@ -28,18 +28,25 @@ export function envelope<T extends object>(
 	map: (r: Row) => T,
 	nextOffset: (last: Row) => string = (last) => last.id as string,
 ) {
-	const items = result.rows.map(map);
+	return { range: pageRange(range, result, nextOffset), items: result.rows.map(map) };
+}
+
+/** The envelope's `range`: the paging state of a page of `result` rows. */
+export function pageRange(
+	range: ResolvedRange,
+	result: { rows: Row[]; hasMore: boolean },
+	nextOffset: (last: Row) => string = (last) => last.id as string,
+) {
 	const last = result.rows[result.rows.length - 1];
 	return {
-		range: {
-			has_more: result.hasMore,
-			start_block: range.start,
-			end_block: range.end,
-			next_offset: result.hasMore && last ? nextOffset(last) : null,
-		},
-		items,
+		has_more: result.hasMore,
+		start_block: range.start,
+		end_block: range.end,
+		next_offset: result.hasMore && last ? nextOffset(last) : null,
 	};
 }
+
+export type PageRange = ReturnType<typeof pageRange>;
 
 export type Envelope = ReturnType<typeof envelope>;
 

@@ -5,6 +5,7 @@ import type { ColumnKind } from "../../query/sql/result-columns.js";
 import { ApiError } from "../errors.js";
 import { immutableUpTo } from "../http-cache.js";
 import { columnKind, flattenItem } from "./list-columns.js";
+import type { PageRange } from "./list-reply.js";
 import { stringifyExact } from "./records.js";
 
 /** Default cap on one list answer: 1000 items of the widest records stay well below it. */
@@ -26,7 +27,7 @@ const MEDIA: Record<Exclude<ListFormat, "json">, string> = {
 };
 
 interface ListBody {
-	range: { has_more: boolean; start_block: number; end_block: number; next_offset: string | null };
+	range: PageRange;
 	items: object[];
 }
 
@@ -81,13 +82,33 @@ export function sendList(
 			checkSize(payload.length, cap, body.items.length);
 		}
 	}
-	return reply
-		.header("X-Has-More", String(body.range.has_more))
-		.header("X-Next-Offset", body.range.next_offset ?? "")
-		.header("X-Start-Block", String(body.range.start_block))
-		.header("X-End-Block", String(body.range.end_block))
-		.type(MEDIA[chosen])
-		.send(payload);
+	return withPagingHeaders(reply, body.range).type(MEDIA[chosen]).send(payload);
+}
+
+/** The paging state of a list answer that has no envelope (NDJSON, CSV, Arrow), in headers. */
+const withPagingHeaders = (reply: FastifyReply, range: PageRange) =>
+	reply
+		.header("X-Has-More", String(range.has_more))
+		.header("X-Next-Offset", range.next_offset ?? "")
+		.header("X-Start-Block", String(range.start_block))
+		.header("X-End-Block", String(range.end_block));
+
+/**
+ * Sends a JSON or NDJSON list whose items are JSON text already (made by DuckDB, e.g.
+ * block-json.ts): the same bytes sendList writes for the same records, without turning each into
+ * an object and back. The same size cap and caching; NDJSON's paging state in the same headers.
+ */
+export function sendItemsText(reply: FastifyReply, format: "json" | "ndjson", range: PageRange, items: string[]) {
+	immutableUpTo(reply, range.end_block);
+	const cap = reply.server.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+	if (format === "json") {
+		const text = `{"range":${JSON.stringify(range)},"items":[${items.join(",")}]}`;
+		checkSize(Buffer.byteLength(text), cap, items.length);
+		return reply.type("application/json; charset=utf-8").send(text);
+	}
+	const lines = items.map((item) => `${item}\n`);
+	checkSize(byteLength(lines), cap, items.length);
+	return withPagingHeaders(reply, range).type(MEDIA.ndjson).send(Readable.from(lines));
 }
 
 const byteLength = (lines: string[]) => lines.reduce((n, l) => n + Buffer.byteLength(l), 0);
