@@ -102,13 +102,14 @@ export function sendItemsText(reply: FastifyReply, format: "json" | "ndjson", ra
 	immutableUpTo(reply, range.end_block);
 	const cap = reply.server.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
 	if (format === "json") {
-		const text = `{"range":${JSON.stringify(range)},"items":[${items.join(",")}]}`;
-		checkSize(Buffer.byteLength(text), cap, items.length);
-		return reply.type("application/json; charset=utf-8").send(text);
+		// Encoded once: its size is then known, and the socket is handed bytes, not a string to encode.
+		const body = Buffer.from(`{"range":${JSON.stringify(range)},"items":[${items.join(",")}]}`);
+		checkSize(body.length, cap, items.length);
+		return reply.type("application/json; charset=utf-8").send(body);
 	}
-	const lines = items.map((item) => `${item}\n`);
-	checkSize(byteLength(lines), cap, items.length);
-	return withPagingHeaders(reply, range).type(MEDIA.ndjson).send(Readable.from(lines));
+	const body = Buffer.from(items.length ? `${items.join("\n")}\n` : "");
+	checkSize(body.length, cap, items.length);
+	return withPagingHeaders(reply, range).type(MEDIA.ndjson).send(body);
 }
 
 const byteLength = (lines: string[]) => lines.reduce((n, l) => n + Buffer.byteLength(l), 0);
