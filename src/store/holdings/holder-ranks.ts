@@ -65,16 +65,52 @@ export const WALLET_RECORD_FIELDS = ["token", "balance", "last_block"] as const;
  */
 export const WALLET_RECORD_ROW_GROUP_SIZE = 2_048;
 
-/** SQL of every wallet's record, by address, from the ranks file at `ranks` (its sums done). */
-export function walletRecordsSql(ranks: string): string {
-	// (The balance as one decimal number: what the limbs add up to, amounts.ts amountSql.)
-	const fields = `token, CAST(${amountSql()} AS VARCHAR), last_block::VARCHAR`;
-	return `SELECT address, to_json(list([${fields}] ORDER BY token))::VARCHAR AS record
-		FROM read_parquet(${sqlString(ranks)}) GROUP BY address ORDER BY ${RANK_ORDER[WALLET_RECORDS]}`;
+/**
+ * SQL of every holding of the ranks file at `ranks` (its sums done) as a wallet record holds it,
+ * sorted by holder then token: the balance as one decimal number (what the limbs add up to,
+ * amounts.ts amountSql) and the last block, as text.
+ */
+export function walletHoldingsSql(ranks: string): string {
+	return `SELECT address, token, CAST(${amountSql()} AS VARCHAR) AS balance, last_block::VARCHAR AS last_block
+		FROM read_parquet(${sqlString(ranks)}) ORDER BY address, token`;
 }
+
+/**
+ * SQL of the records of the wallets of key-range part `i` of `parts`, by address, from the
+ * holdings file at `holdings` (walletHoldingsSql, sorted by address: a part reads its groups only).
+ */
+export function walletRecordsSql(holdings: string, i: number, parts: number): string {
+	return `SELECT address, to_json(list_sort(list([token, balance, last_block])))::VARCHAR AS record
+		FROM read_parquet(${sqlString(holdings)}) WHERE ${partCondition("address", i, parts)}
+		GROUP BY address ORDER BY ${RANK_ORDER[WALLET_RECORDS]}`;
+}
+
+/** The holdings sorted by holder, a step's own file (removed once the records are written). */
+const HOLDINGS_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${WALLET_RECORD_ROW_GROUP_SIZE}`;
 
 /** The wallet records' COPY options. */
 const WALLET_RECORD_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${WALLET_RECORD_ROW_GROUP_SIZE}, PARQUET_VERSION 'V2'`;
+
+/**
+ * Writes every wallet's record, by holder, from the ranks file at `ranks` (its sums done) into
+ * key-range parts of `wallets`; returns the parts. Every holding once sorted by holder (a sort,
+ * which DuckDB spills past its memory limit), then each part's records from the groups of that
+ * file its address range covers. One GROUP BY of every wallet at once held all their lists in
+ * memory: at L (16.1M holdings) it ran out of the writer's 4 GB, as it would at any larger chain
+ * (test/store/wallet-records.test.ts writes them with a memory limit a hundredth of that).
+ */
+export async function writeWalletRecords(writer: ParquetWriter, ranks: string, wallets: string): Promise<number> {
+	const holdings = wallets.replace(/\.parquet$/, ".holdings.parquet");
+	await writer.copy(walletHoldingsSql(ranks), holdings, HOLDINGS_COPY_OPTIONS);
+	try {
+		const parts = partsFor(await writer.countDistinct(holdings, "address"), WALLET_RECORD_ROW_GROUP_SIZE);
+		for (let i = 0; i < parts; i++)
+			await writer.copy(walletRecordsSql(holdings, i, parts), partPath(wallets, i), WALLET_RECORD_COPY_OPTIONS);
+		return parts;
+	} finally {
+		await rm(holdings, { force: true });
+	}
+}
 
 /**
  * The longest prefix of the chain, from its first chunk, of settled chunks whose `erc20_holders`
@@ -171,25 +207,8 @@ export async function ranksStep(
 		partPaths(f.path, f.parts),
 	);
 	entry.rows = await writer.copy(ranksSql(files), path, RANK_COPY_OPTIONS);
-	// By holder, from the file just written (its sums are done): every wallet's record once, sorted
-	// by address, then cut into the parts, each read from it by its address statistics (from the
-	// ranks file, sorted by token, each part was a read of the whole). A crash leaves files no
-	// manifest lists, which the next writer's start removes.
-	const whole = wallets.replace(/\.parquet$/, ".whole.parquet");
-	const parts = partsFor(
-		await writer.copy(walletRecordsSql(path), whole, WALLET_RECORD_COPY_OPTIONS),
-		WALLET_RECORD_ROW_GROUP_SIZE,
-	);
-	try {
-		for (let i = 0; i < parts; i++)
-			await writer.copy(
-				`SELECT * FROM read_parquet(${sqlString(whole)}) WHERE ${partCondition("address", i, parts)} ORDER BY ${RANK_ORDER[WALLET_RECORDS]}`,
-				partPath(wallets, i),
-				WALLET_RECORD_COPY_OPTIONS,
-			);
-	} finally {
-		await rm(whole, { force: true });
-	}
+	// A crash leaves files no manifest lists, which the next writer's start removes.
+	const parts = await writeWalletRecords(writer, path, wallets);
 	entry.walletRecordParts = parts;
 	crashPoint("ranks.written");
 	return exclusive(async () => {
