@@ -8,9 +8,10 @@ import { rowsOf } from "../helpers/duck-rows.js";
 
 /**
  * A page of blocks as JSON is written by DuckDB (BLOCK_RECORD_JSON), every other answer by
- * blockRecord from the columns: the two must be the same text for any block the store can
- * hold, the values a live chain never gives included (nulls in every nullable field, a nonce
- * of 2^64 - 1, uint256 values of 2^256 - 1). A table of the blocks' own schema holds such rows.
+ * blockRecord from the columns: the two must be the same text for any block this project's
+ * writer stores, the values a live chain never gives included (nulls in every nullable field, a
+ * nonce of 2^64 - 1, uint256 values of 2^256 - 1); block-json.ts says what it assumes beyond
+ * that. A table of the blocks' own schema holds such rows.
  */
 let db: DuckDBInstance;
 const MAX_U256 = (2n ** 256n - 1n).toString();

@@ -11,8 +11,8 @@ import { rowsOf } from "../helpers/duck-rows.js";
 
 /**
  * The wallet records (one row per holder: its holdings as JSON) are written part by part, so the
- * writer's memory follows a part's wallets, not the chain's: one GROUP BY of every wallet at once
- * ran synth L's writer out of its 4 GB. Here 600,000 wallets' records through a writer held to
+ * GROUP BY's memory follows a part's wallets, not the chain's (the one sort before it spills): one
+ * GROUP BY of every wallet at once ran synth L's writer out of its 4 GB. Here 600,000 wallets' records through a writer held to
  * 150 MB, which that one GROUP BY needs more than (measured: it failed at 100 and 200 MB on
  * these rows, and took 600), equal to what it gives with no limit.
  */

@@ -6,6 +6,10 @@
  * the same text: the same keys in the same order, uint256 text and the nonce as exact JSON
  * integers (cast to JSON, never through a double), a missing integer as blockRecord's `Number`
  * makes it (0; `size` null). test/api/block-json.test.ts holds the two equal, edge values included.
+ * What it assumes of the files, as this project's writer makes them: uint256 columns hold
+ * canonical decimal text (`::JSON` refuses `007` or `0x1a`, which BigInt took), text columns hex
+ * (DuckDB escapes a control character as `\u001F`, JavaScript as `\u001f`), integers within 2^53
+ * (above it `Number` rounds; DuckDB writes the exact value).
  * A fixed SQL expression over the blocks' own columns: no request value is in it.
  */
 export const BLOCK_RECORD_JSON = `to_json({
