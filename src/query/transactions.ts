@@ -88,8 +88,11 @@ export interface EventFilter {
 	topicCount?: number;
 }
 
-/** Logs by emitting contract, topics, origin or transaction. */
-export function findEvents(db: Snapshot, f: EventFilter, page: Page): Promise<ListResult> {
+/**
+ * Logs by emitting contract, topics, origin or transaction. `columns`: what each row holds,
+ * LOG_COLUMNS by default; with others, `id` among them (the paging reads it).
+ */
+export function findEvents(db: Snapshot, f: EventFilter, page: Page, columns = LOG_COLUMNS): Promise<ListResult> {
 	const params: Params = {};
 	const where: string[] = [];
 	if (f.contracts?.length) where.push(inList("address", "contract", f.contracts, params));
@@ -108,5 +111,5 @@ export function findEvents(db: Snapshot, f: EventFilter, page: Page): Promise<Li
 		params.topic_count = f.topicCount;
 		where.push("topic_count = $topic_count");
 	}
-	return listRows(db, { dataset: "logs", columns: LOG_COLUMNS, where: where.join(" AND ") || "true", params }, page);
+	return listRows(db, { dataset: "logs", columns, where: where.join(" AND ") || "true", params }, page);
 }

@@ -11,12 +11,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { logRecord, stringifyExact } from "../../src/api/answers/records.js";
 import { buildApp } from "../../src/api/app.js";
 import { createKeyring } from "../../src/api/keys.js";
 import type { BackfillSummary } from "../../src/backfill/backfill.js";
 import { TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
 import { createStore } from "../../src/query/store/create-store.js";
 import type { Store } from "../../src/query/store/store.js";
+import { findEvents } from "../../src/query/transactions.js";
 import { loadCsv, loadRpc } from "../fixtures/mainnet.js";
 import { type RecordedRpcServer, startRecordedRpc } from "../fixtures/recorded-rpc.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
@@ -183,6 +185,16 @@ describe("mainnet block 483920 from recorded responses", () => {
 		expect(events.items.map((l) => [l.tx_hash, l.log_index])).toEqual(
 			etl.map((r) => [r.transaction_hash, Number(r.log_index)]),
 		);
+		// Written by DuckDB (record-json.ts): the bytes logRecord gives the same logs' columns.
+		const query = `contract=${tokens.join(",")}&topic_0=${TRANSFER_TOPIC}`;
+		const page = { start: 0, end: BLOCK, limit: 100, order: "asc" as const };
+		const rows = await findEvents(store.snapshot(CHAIN), { contracts: tokens, topics: [[TRANSFER_TOPIC]] }, page);
+		expect(rows.rows).toHaveLength(etl.length);
+		const range = `{"has_more":false,"start_block":0,"end_block":${BLOCK},"next_offset":null}`;
+		const items = rows.rows.map((r) => stringifyExact(logRecord(r)));
+		expect((await get(`${V1}/events?${query}`)).raw).toBe(`{"range":${range},"items":[${items.join(",")}]}`);
+		const ndjson = await app.inject({ url: `${V1}/events?${query}&format=ndjson`, headers: AUTH });
+		expect(ndjson.body).toBe(items.map((i) => `${i}\n`).join(""));
 	});
 
 	it("without traces, native transfers are each transaction's own value", async () => {

@@ -136,6 +136,7 @@ describe("a list answer over the cap", () => {
 			`address/${a.alice}/txs`,
 			`contract/${k.token20}/transfers`,
 			`events?contract=${k.token20}`,
+			`events?contract=${k.token20}&format=ndjson`,
 			`calls?from=${a.deployer}`,
 			`contracts/creates?origin=${a.deployer}`,
 			"blocks?block_number_start=0&block_number_end=latest",

@@ -94,8 +94,8 @@ const withPagingHeaders = (reply: FastifyReply, range: PageRange) =>
 		.header("X-End-Block", String(range.end_block));
 
 /**
- * Sends a JSON or NDJSON list whose items are JSON text already (made by DuckDB, e.g.
- * block-json.ts): the same bytes sendList writes for the same records, without turning each into
+ * Sends a JSON or NDJSON list whose items are JSON text already (made by DuckDB:
+ * record-json.ts): the same bytes sendList writes for the same records, without turning each into
  * an object and back. The same size cap and caching; NDJSON's paging state in the same headers.
  */
 export function sendItemsText(reply: FastifyReply, format: "json" | "ndjson", range: PageRange, items: string[]) {

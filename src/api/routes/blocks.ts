@@ -2,8 +2,8 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { findBlockByHash, findGhostBlock, latestBlock, listBlocks } from "../../query/blocks.js";
-import { BLOCK_RECORD_JSON } from "../answers/block-json.js";
 import { DEFAULT_LIMIT, envelope, pageRange } from "../answers/list-reply.js";
+import { BLOCK_RECORD_JSON } from "../answers/record-json.js";
 import { BLOCK_COLUMNS, blockRecord } from "../answers/records.js";
 import { listFormat, sendItemsText, sendList } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
@@ -105,7 +105,7 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 				order: q.order ?? "asc",
 				after,
 			};
-			// JSON and NDJSON: each block's record written by DuckDB (block-json.ts), the same text.
+			// JSON and NDJSON: each block's record written by DuckDB (record-json.ts), the same text.
 			const format = listFormat(q.format, req.headers.accept);
 			if (format === "json" || format === "ndjson") {
 				const text = await listBlocks(db, page, `number, hash, ${BLOCK_RECORD_JSON} AS record`);

@@ -4,9 +4,18 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { type EventFilter, findEvents } from "../../query/transactions.js";
 import { flattenItem } from "../answers/list-columns.js";
-import { envelope, pageOf } from "../answers/list-reply.js";
+import { envelope, pageOf, pageRange } from "../answers/list-reply.js";
+import { LOG_RECORD_JSON } from "../answers/record-json.js";
 import { LOG_COLUMNS, logRecord } from "../answers/records.js";
-import { checkSize, csvLine, csvRow, DEFAULT_MAX_RESPONSE_BYTES, sendList } from "../answers/send-list.js";
+import {
+	checkSize,
+	csvLine,
+	csvRow,
+	DEFAULT_MAX_RESPONSE_BYTES,
+	listFormat,
+	sendItemsText,
+	sendList,
+} from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest } from "../errors.js";
 import { describedAs, documented } from "../params/param-docs.js";
@@ -48,7 +57,15 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext) {
 			const q = req.query;
 			const filter = eventFilterOf(q);
 			const range = await resolveRange(db, q);
-			const result = await findEvents(db, filter, pageOf(q, range));
+			const page = pageOf(q, range);
+			// JSON and NDJSON: each log's record written by DuckDB (record-json.ts), the same text.
+			const format = listFormat(q.format, req.headers.accept);
+			if (format === "json" || format === "ndjson") {
+				const text = await findEvents(db, filter, page, `id, ${LOG_RECORD_JSON} AS record`);
+				const items = text.rows.map((row) => row.record as string);
+				return sendItemsText(reply, format, pageRange(range, text), items);
+			}
+			const result = await findEvents(db, filter, page);
 			return sendList(reply, q.format, envelope(range, result, logRecord), LOG_COLUMNS);
 		},
 	);
