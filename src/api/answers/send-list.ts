@@ -2,10 +2,12 @@ import { Readable } from "node:stream";
 import { Bool, type DataType, Float64, Int64, Table, tableToIPC, Uint64, Utf8, vectorFromArray } from "apache-arrow";
 import type { FastifyReply } from "fastify";
 import type { ColumnKind } from "../../query/sql/result-columns.js";
+import type { Row } from "../../query/store/store.js";
 import { ApiError } from "../errors.js";
 import { immutableUpTo } from "../http-cache.js";
+import type { ResolvedRange } from "../params/range.js";
 import { columnKind, flattenItem } from "./list-columns.js";
-import type { PageRange } from "./list-reply.js";
+import { type PageRange, pageRange } from "./list-reply.js";
 import { stringifyExact } from "./records.js";
 
 /** Default cap on one list answer: 1000 items of the widest records stay well below it. */
@@ -93,23 +95,35 @@ const withPagingHeaders = (reply: FastifyReply, range: PageRange) =>
 		.header("X-Start-Block", String(range.start_block))
 		.header("X-End-Block", String(range.end_block));
 
+/** The column a page read for sendRecordsText holds each item's JSON text in. */
+export const RECORD_TEXT = "record";
+
 /**
- * Sends a JSON or NDJSON list whose items are JSON text already (made by DuckDB:
- * record-json.ts): the same bytes sendList writes for the same records, without turning each into
- * an object and back. The same size cap and caching; NDJSON's paging state in the same headers.
+ * Sends a JSON or NDJSON page whose rows hold each item's JSON text already, in RECORD_TEXT
+ * (made by DuckDB: record-json.ts): the same bytes sendList writes for the same records, without
+ * turning each into an object and back. The same size cap and caching; the paging state as the
+ * envelope's (pageRange: `nextOffset` from the last row), for NDJSON in the same headers.
  */
-export function sendItemsText(reply: FastifyReply, format: "json" | "ndjson", range: PageRange, items: string[]) {
-	immutableUpTo(reply, range.end_block);
+export function sendRecordsText(
+	reply: FastifyReply,
+	format: "json" | "ndjson",
+	range: ResolvedRange,
+	result: { rows: Row[]; hasMore: boolean },
+	nextOffset?: (last: Row) => string,
+) {
+	const paging = pageRange(range, result, nextOffset);
+	const items = result.rows.map((row) => row[RECORD_TEXT] as string);
+	immutableUpTo(reply, paging.end_block);
 	const cap = reply.server.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
 	if (format === "json") {
 		// Encoded once: its size is then known, and the socket is handed bytes, not a string to encode.
-		const body = Buffer.from(`{"range":${JSON.stringify(range)},"items":[${items.join(",")}]}`);
+		const body = Buffer.from(`{"range":${JSON.stringify(paging)},"items":[${items.join(",")}]}`);
 		checkSize(body.length, cap, items.length);
 		return reply.type("application/json; charset=utf-8").send(body);
 	}
 	const body = Buffer.from(items.length ? `${items.join("\n")}\n` : "");
 	checkSize(body.length, cap, items.length);
-	return withPagingHeaders(reply, range).type(MEDIA.ndjson).send(body);
+	return withPagingHeaders(reply, paging).type(MEDIA.ndjson).send(body);
 }
 
 const byteLength = (lines: string[]) => lines.reduce((n, l) => n + Buffer.byteLength(l), 0);

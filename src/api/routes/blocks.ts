@@ -2,10 +2,10 @@ import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { findBlockByHash, findGhostBlock, latestBlock, listBlocks } from "../../query/blocks.js";
-import { DEFAULT_LIMIT, envelope, pageRange } from "../answers/list-reply.js";
+import { DEFAULT_LIMIT, envelope } from "../answers/list-reply.js";
 import { BLOCK_RECORD_JSON } from "../answers/record-json.js";
 import { BLOCK_COLUMNS, blockRecord } from "../answers/records.js";
-import { listFormat, sendItemsText, sendList } from "../answers/send-list.js";
+import { listFormat, RECORD_TEXT, sendList, sendRecordsText } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
 import { immutableUpTo } from "../http-cache.js";
@@ -108,13 +108,8 @@ export function blockRoutes(app: FastifyInstance, ctx: ApiContext) {
 			// JSON and NDJSON: each block's record written by DuckDB (record-json.ts), the same text.
 			const format = listFormat(q.format, req.headers.accept);
 			if (format === "json" || format === "ndjson") {
-				const text = await listBlocks(db, page, `number, hash, ${BLOCK_RECORD_JSON} AS record`);
-				return sendItemsText(
-					reply,
-					format,
-					pageRange(range, text, (last) => last.hash as string),
-					text.rows.map((row) => row.record as string),
-				);
+				const text = await listBlocks(db, page, `number, hash, ${BLOCK_RECORD_JSON} AS ${RECORD_TEXT}`);
+				return sendRecordsText(reply, format, range, text, (last) => last.hash as string);
 			}
 			const result = await listBlocks(db, page);
 			return sendList(

@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { type EventFilter, findEvents } from "../../query/transactions.js";
 import { flattenItem } from "../answers/list-columns.js";
-import { envelope, pageOf, pageRange } from "../answers/list-reply.js";
+import { envelope, pageOf } from "../answers/list-reply.js";
 import { LOG_RECORD_JSON } from "../answers/record-json.js";
 import { LOG_COLUMNS, logRecord } from "../answers/records.js";
 import {
@@ -13,8 +13,9 @@ import {
 	csvRow,
 	DEFAULT_MAX_RESPONSE_BYTES,
 	listFormat,
-	sendItemsText,
+	RECORD_TEXT,
 	sendList,
+	sendRecordsText,
 } from "../answers/send-list.js";
 import { type ApiContext, openChain } from "../context.js";
 import { badRequest } from "../errors.js";
@@ -61,9 +62,8 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext) {
 			// JSON and NDJSON: each log's record written by DuckDB (record-json.ts), the same text.
 			const format = listFormat(q.format, req.headers.accept);
 			if (format === "json" || format === "ndjson") {
-				const text = await findEvents(db, filter, page, `id, ${LOG_RECORD_JSON} AS record`);
-				const items = text.rows.map((row) => row.record as string);
-				return sendItemsText(reply, format, pageRange(range, text), items);
+				const text = await findEvents(db, filter, page, `id, ${LOG_RECORD_JSON} AS ${RECORD_TEXT}`);
+				return sendRecordsText(reply, format, range, text);
 			}
 			const result = await findEvents(db, filter, page);
 			return sendList(reply, q.format, envelope(range, result, logRecord), LOG_COLUMNS);

@@ -85,9 +85,6 @@ export function walletRecordsSql(holdings: string, i: number, parts: number): st
 		GROUP BY address ORDER BY ${RANK_ORDER[WALLET_RECORDS]}`;
 }
 
-/** The holdings sorted by holder, a step's own file (removed once the records are written). */
-const HOLDINGS_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${WALLET_RECORD_ROW_GROUP_SIZE}`;
-
 /** The wallet records' COPY options. */
 const WALLET_RECORD_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${WALLET_RECORD_ROW_GROUP_SIZE}, PARQUET_VERSION 'V2'`;
 
@@ -101,7 +98,8 @@ const WALLET_RECORD_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROU
  */
 export async function writeWalletRecords(writer: ParquetWriter, ranks: string, wallets: string): Promise<number> {
 	const holdings = wallets.replace(/\.parquet$/, ".holdings.parquet");
-	await writer.copy(walletHoldingsSql(ranks), holdings, HOLDINGS_COPY_OPTIONS);
+	// (A step's own file, in the records' groups: removed once they are written.)
+	await writer.copy(walletHoldingsSql(ranks), holdings, WALLET_RECORD_COPY_OPTIONS);
 	try {
 		const parts = partsFor(await writer.countDistinct(holdings, "address"), WALLET_RECORD_ROW_GROUP_SIZE);
 		for (let i = 0; i < parts; i++)
