@@ -5,6 +5,7 @@ import type { IndexName } from "../../src/store/format/indexes.js";
 import { partPaths } from "../../src/store/format/key-parts.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
+import { setChunkParts } from "../../src/store/format/records.js";
 import { filterPath, writeKeyFilter } from "../../src/store/indexes/key-filter.js";
 import { isIndexed } from "../../src/store/indexes/listing.js";
 
@@ -28,14 +29,13 @@ export async function olderCopy(
 				// (A chunk a merged run covers has no file of its own: written all the same.)
 				if (!isIndexed(m, now, c)) continue;
 				const path = partitionPath(to, chain.id, old, c);
-				const { parts } = await writer.derive(old, (d) => partitionPath(to, chain.id, d, c), path);
-				await writeKeyFilter(writer, path, old, parts);
+				const written = await writer.derive(old, (d) => partitionPath(to, chain.id, d, c), path);
+				await writeKeyFilter(writer, path, old, written.parts);
 				const gone = partitionPath(to, chain.id, now, c);
 				if (c.indexes?.includes(now))
 					for (const f of [...partPaths(gone, c.parts?.[now]), filterPath(gone)]) await rm(f, { force: true });
-				const rest = Object.entries(c.parts ?? {}).filter(([k]) => k !== now);
-				c.parts = Object.fromEntries(parts > 1 ? [...rest, [old, parts]] : rest);
-				if (Object.keys(c.parts).length === 0) delete c.parts;
+				setChunkParts(c, now, { parts: 1, cuts: [] });
+				setChunkParts(c, old, written);
 				c.indexes = [...(c.indexes ?? []).filter((i) => i !== now), old];
 			}
 			for (const r of (m.runs ?? []).filter((x) => x.index === now)) {

@@ -3,16 +3,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { INDEXES } from "../../src/store/format/indexes.js";
 import {
-	keyRangeFiles,
+	cutsFor,
+	equalPartOf,
+	meetsPart,
+	ownPartRows,
+	type PartLayout,
 	partBound,
+	partBounds,
 	partCondition,
 	partNumberSql,
 	partOf,
-	partPaths,
+	partPath,
 	partsFor,
 } from "../../src/store/format/key-parts.js";
+import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
+import { type RunEntry, runParts } from "../../src/store/format/records.js";
 import { listedPaths } from "../../src/store/indexes/listing.js";
 import { verifyChain } from "../../src/store/repair/verify.js";
 import { checkRuns } from "../../src/store/repair/verify-runs.js";
@@ -26,7 +34,8 @@ import { nodeCall } from "../helpers/node-rpc.js";
  * Key-range parts (src/store/format/key-parts.ts): an index file written as several files split
  * by key answers exactly as one file does. The same chain is backfilled twice, once as usual (a
  * part per file at this size) and once with CHAINLAKE_PART_ROWS=8 (every index file and run in
- * many parts), and every route that reads an index answers the same over both.
+ * many parts, and every key with more than 4 rows in a file in a part of its own: cuts), and
+ * every route that reads an index answers the same over both.
  */
 const CHAIN = 31337;
 const CHAIN_ID = `eip155-${CHAIN}`;
@@ -79,28 +88,49 @@ describe("key-range parts", () => {
 			"0xc0",
 			"0x4000",
 			"0x3fffzz",
+			"0x7fff0",
 			...Array.from({ length: 200 }, (_, i) => `0x${((i * 2654435761) >>> 0).toString(16).padStart(8, "0")}`),
+		];
+		const busy = [`0x${"0".repeat(40)}`, "0x4000", "0x7fff0", "0xc0", "native", ...keys.slice(12, 40)];
+		const layouts: PartLayout[] = [
+			1,
+			2,
+			8,
+			64,
+			4096,
+			{ parts: 1 + cutsFor(busy, 1).length, cuts: cutsFor(busy, 1) },
+			{ parts: 8 + cutsFor(busy, 8).length, cuts: cutsFor(busy, 8) },
+			{ parts: 4096 + cutsFor(busy, 4096).length, cuts: cutsFor(busy, 4096) },
 		];
 		const db = await DuckDBInstance.create(":memory:");
 		const conn = await db.connect();
 		try {
-			for (const parts of [1, 2, 8, 64, 4096]) {
-				for (let i = 1; i < parts; i++) expect(partBound(i, parts) > partBound(i - 1, parts) || i === 1).toBe(true);
+			for (const layout of layouts) {
+				const bounds = partBounds(layout);
+				const parts = bounds.length + 1;
+				for (let i = 1; i < bounds.length; i++) expect((bounds[i] as string) > (bounds[i - 1] as string)).toBe(true);
+				if (typeof layout === "number") for (let i = 1; i < parts; i++) expect(bounds[i - 1]).toBe(partBound(i, parts));
 				// The key's own part's condition holds, its neighbours' and the first and last part's do not
 				// (the conditions are ranges between ascending bounds, so no other can hold).
 				for (const k of keys) {
-					const p = partOf(k, parts);
+					const p = partOf(k, layout);
 					const others = [...new Set([p - 1, p + 1, 0, parts - 1])].filter((i) => i >= 0 && i < parts && i !== p);
-					const checks = [p, ...others].map((i) => `(${partCondition("k", i, parts)}) AS c${i}`);
+					const checks = [p, ...others].map((i) => `(${partCondition("k", i, layout)}) AS c${i}`);
 					// The part number the writer stages a derived index's rows by (parquet-writer.ts) agrees.
-					const number = parts > 1 ? `, ${partNumberSql("k", parts)} AS part` : "";
+					const number = typeof layout === "number" && parts > 1 ? `, ${partNumberSql("k", layout)} AS part` : "";
 					const [row] = (
 						await conn.runAndReadAll(`SELECT ${checks.join(", ")}${number} FROM (SELECT '${k}' AS k)`)
 					).getRowObjectsJS();
 					expect(row?.[`c${p}`], `${k} in part ${p} of ${parts}`).toBe(true);
-					if (parts > 1) expect(Number(row?.part), `${k}'s part number of ${parts}`).toBe(p);
+					if (number) expect(Number(row?.part), `${k}'s part number of ${parts}`).toBe(p);
+					// A part lies in one equal-width part (a writer reads its rows from that one's).
+					const equal = typeof layout === "number" ? layout : layout.parts - (layout.cuts?.length ?? 0);
+					expect(equalPartOf(p, layout), `${k}'s equal-width part`).toBe(partOf(k, equal));
 					for (const i of others) expect(row?.[`c${i}`], `${k} not in part ${i} of ${parts}`).toBe(false);
 				}
+				// A busy key is alone in its part: the part holds no other of these keys.
+				if (typeof layout !== "number")
+					for (const b of busy) expect(keys.filter((k) => partOf(k, layout) === partOf(b, layout))).toEqual([b]);
 			}
 		} finally {
 			conn.closeSync();
@@ -108,22 +138,31 @@ describe("key-range parts", () => {
 		}
 	});
 
-	it("names the files of a merge's inputs whose key range meets a part (the others are not read)", () => {
-		const a = partPaths("/x/i/a.parquet", 4);
-		const b = partPaths("/x/i/b.parquet", 1);
-		const c = partPaths("/x/i/c.parquet", 16);
-		const files = [...a, ...b, ...c];
-		// Part 1 of 2 is the upper half of the key space: a's parts 2 and 3, all of b, c's 8..15.
-		expect(keyRangeFiles(files, 1, 2)).toEqual([a[2], a[3], ...b, ...c.slice(8)]);
-		// Part 5 of 8: a's part 2, b, c's 10 and 11.
-		expect(keyRangeFiles(files, 5, 8)).toEqual([a[2], ...b, c[10], c[11]]);
-		// Each file meets at least one part, and the parts of each file that meet part i are its key range's.
-		for (const parts of [1, 2, 4, 32])
-			expect(new Set(Array.from({ length: parts }, (_, i) => keyRangeFiles(files, i, parts)).flat())).toEqual(
-				new Set(files),
-			);
-		// An incomplete set of parts is kept whole (its row groups' statistics still prune).
-		expect(keyRangeFiles([a[0] as string, a[3] as string], 0, 2)).toEqual([a[0], a[3]]);
+	it("gives a busy key a part of its own, and a merge reads only the inputs whose keys meet a part", () => {
+		expect(ownPartRows(2048)).toBe(2048 * 16);
+		const a = `0x4${"a".repeat(39)}`;
+		const b = `0x4${"b".repeat(39)}`;
+		// Two busy keys among 4 equal parts: each between its own cuts; a cut on an equal bound is not doubled.
+		const cuts = cutsFor([b, a, "0x4000"], 4);
+		expect(cuts).toEqual(["0x40000", a, `${a}0`, b, `${b}0`]);
+		const layout = { parts: 4 + cuts.length, cuts };
+		expect(partBounds(layout)).toEqual(["0x4000", "0x40000", a, `${a}0`, b, `${b}0`, "0x8000", "0xc000"]);
+		expect(partOf(a, layout)).toBe(3);
+		expect(partOf(`0x4${"a".repeat(38)}9`, layout)).toBe(2);
+		expect(partOf(`0x4${"a".repeat(38)}b`, layout)).toBe(4);
+		expect(partOf(b, layout)).toBe(5);
+		expect(partOf("0xffff", layout)).toBe(8);
+		// An input holding keys [min, max] meets the parts whose ranges those overlap.
+		const meets = (min: string, max: string) =>
+			Array.from({ length: 9 }, (_, i) => i).filter((i) => meetsPart(min, max, i, layout));
+		expect(meets(a, a)).toEqual([3]);
+		expect(meets("0x0", "0x3fff")).toEqual([0]);
+		expect(meets("0x3fff", b)).toEqual([0, 1, 2, 3, 4, 5]);
+		// (As text "0x9" is above "0x8000".)
+		expect(meets("0x9", "0xf")).toEqual([7, 8]);
+		expect(meets("0x8000", "0x8000")).toEqual([7]);
+		expect(meets(`${b}0`, "0x7")).toEqual([6]);
+		expect(partPath("/x/i/a.parquet", 3)).toBe("/x/i/a.p3.parquet");
 	});
 
 	it("writes index files and runs in parts, which verify finds whole", async () => {
@@ -134,6 +173,29 @@ describe("key-range parts", () => {
 		const usual = await loadManifest(whole, CHAIN_ID, CHAIN);
 		expect(usual.runs?.length).toBeGreaterThan(0);
 		expect(usual.runs?.every((r) => r.parts === undefined)).toBe(true);
+		// Keys with more than 4 rows in a file (half of CHAINLAKE_PART_ROWS) have parts of their own,
+		// and a busy key's part holds that key alone.
+		const cut = m.runs?.find((r) => (r.cuts?.length ?? 0) > 0);
+		expect(cut).toBeDefined();
+		const run = cut as RunEntry;
+		const key = INDEXES[run.index].key;
+		const path = partitionPath(parted, CHAIN_ID, run.index, run);
+		const db = await DuckDBInstance.create(":memory:");
+		const conn = await db.connect();
+		try {
+			const busy = (run.cuts ?? []).filter((c) => (run.cuts ?? []).includes(`${c}0`));
+			expect(busy.length).toBeGreaterThan(0);
+			for (const b of busy) {
+				const part = partPath(path, partOf(b, runParts(run)));
+				const read = await conn.runAndReadAll(
+					`SELECT DISTINCT "${key}" AS k, count(*) OVER () AS n FROM read_parquet('${part}')`,
+				);
+				expect(read.getRowObjectsJS().map((r) => r.k)).toEqual([b]);
+			}
+		} finally {
+			conn.closeSync();
+			db.closeSync();
+		}
 		const report = await verifyChain(parted, CHAIN_ID);
 		expect(report.manifestError).toBeNull();
 		expect(report.files).toBeGreaterThan((await verifyChain(whole, CHAIN_ID)).files);

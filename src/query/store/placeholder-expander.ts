@@ -101,9 +101,7 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 								.filter((f) => key === undefined || !f.filter || filters.get(f.filter)?.has(key) !== false)
 								// A key reads the one key-range part it can be in (store/format/key-parts.ts).
 								.flatMap((f) =>
-									key === undefined
-										? partPaths(f.path, f.parts)
-										: [partPath(f.path, partOf(key.toLowerCase(), f.parts))],
+									key === undefined ? partPaths(f.path, f.parts) : [partPath(f.path, partOf(key.toLowerCase(), f))],
 								)
 						: []
 					: listedFiles(dataDir, manifest, name as DatasetName, window);

@@ -6,7 +6,7 @@ import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEX_NAMES, type IndexName, writtenWith } from "../format/indexes.js";
 import { partitionPath, stagingDir } from "../format/layout.js";
 import { chunkFiles, GHOST_DATASET, nextGeneration } from "../format/manifest.js";
-import type { ChunkEntry, GhostEntry, Manifest } from "../format/records.js";
+import { type ChunkEntry, type GhostEntry, type Manifest, setChunkParts } from "../format/records.js";
 import { writeKeyFilter } from "../indexes/key-filter.js";
 
 /* Committing chunks (chunks/): a block range's files written, then listed in one manifest save. */
@@ -67,11 +67,9 @@ export async function deriveIndexes(
 	entry.indexes = INDEX_NAMES.filter((i) => has.has(i));
 	for (const i of only) {
 		const path = partitionPath(dataDir, chain, i, entry);
-		const { parts } = await writer.derive(i, (d) => partitionPath(dataDir, chain, d, entry), path);
-		const rest = Object.entries(entry.parts ?? {}).filter(([k]) => k !== i);
-		entry.parts = Object.fromEntries(parts > 1 ? [...rest, [i, parts]] : rest);
-		if (Object.keys(entry.parts).length === 0) delete entry.parts;
-		await writeKeyFilter(writer, path, i, parts);
+		const written = await writer.derive(i, (d) => partitionPath(dataDir, chain, d, entry), path);
+		setChunkParts(entry, i, written);
+		await writeKeyFilter(writer, path, i, written.parts);
 		crashPoint("chunk.index-written");
 	}
 }

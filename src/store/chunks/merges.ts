@@ -68,7 +68,11 @@ async function deriveStep(
 				return [...partPaths(path, copy.parts?.[i]), filterPath(path)];
 			});
 		due.chunk.indexes = copy.indexes;
+		// The copy's split of every index (setChunkParts drops a record left empty).
 		if (copy.parts) due.chunk.parts = copy.parts;
+		else delete due.chunk.parts;
+		if (copy.cuts) due.chunk.cuts = copy.cuts;
+		else delete due.chunk.cuts;
 		await saveManifest(dataDir, m);
 		return [];
 	});

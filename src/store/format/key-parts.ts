@@ -6,47 +6,100 @@
  * in one of 17 key-range files 1.8-2.2 (issue 26, BENCHMARKS.md). So a large index file is
  * written as `parts` files of about PART_ROW_GROUPS row groups each, split by the key's leading
  * hex digits, and a lookup opens the one part its key falls in: which one is arithmetic on the
- * key (keys are hashes or addresses, uniform in their digits), so readers hold no directory of
- * boundaries. The count is kept in the manifest (a chunk's `parts`, a run's `parts`); absent: one
- * file, as every file written before parts existed.
+ * key (keys are hashes or addresses, uniform in their digits). The count is kept in the manifest
+ * (a chunk's `parts`, a run's `parts`); absent: one file, as every file written before parts existed.
+ *
+ * A key never splits, so one busy key (the chain's busiest token: 2.1M rows in one of L's runs)
+ * made its equal-width part a file of a thousand row groups, which every quiet key of that range
+ * then walked (3 ms) and read through an order-keeping LIMIT (3-4 ms more). A key with more rows
+ * than half a part (ownPartRows) therefore gets a part of its own: its bounds `K` and `K0` are
+ * the file's `cuts` (the manifest's `cuts` beside `parts`; no key of the same length sorts
+ * between them), added to the equal-width bounds. The parts' bounds are those two lists merged,
+ * held in memory by readers as the manifest is.
  *
  * Part 0 keeps the file's own name, so a one-part file is named as before; part i > 0 is
  * `<name>.p<i>.parquet`. Part i holds the keys k with bound(i) <= k < bound(i + 1) compared as
  * text (bound(0) and bound(parts) open), so every key, hex or not, is in exactly one part.
  */
+import { sqlString } from "../../util/sql-string.js";
 
 /** Row groups per part: about what the issue's split measured (a run's 661 in 16 files: 41). */
 export const PART_ROW_GROUPS = 32;
 /** Parts are a power of two up to this: 4 hex digits of key prefix. */
 export const MAX_PARTS = 4096;
 
+/** The rows a part holds: `groupsPerPart` row groups, or CHAINLAKE_PART_ROWS (tests: many parts from a small chain). */
+const partRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
+	Number(process.env.CHAINLAKE_PART_ROWS) || rowGroupSize * groupsPerPart;
+
 /**
- * The parts to write `rows` rows of an index with row groups of `rowGroupSize` rows in
- * (`groupsPerPart` of them a part).
- * CHAINLAKE_PART_ROWS sets the rows a part holds instead (tests: many parts from a small chain).
+ * The equal-width parts to write `rows` rows of an index with row groups of `rowGroupSize` rows
+ * in (`groupsPerPart` of them a part).
  */
 export function partsFor(rows: number, rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number {
-	const perPart = Number(process.env.CHAINLAKE_PART_ROWS) || rowGroupSize * groupsPerPart;
-	const wanted = Math.ceil(rows / perPart);
+	const wanted = Math.ceil(rows / partRows(rowGroupSize, groupsPerPart));
 	let parts = 1;
 	while (parts < wanted && parts < MAX_PARTS) parts *= 2;
 	return parts;
 }
 
-/** The lowest key of part `i` of `parts` ("0x" and 4 hex digits), for i in 1..parts-1. */
+/** A key with more rows than this in one index file gets a part of its own (its cuts). */
+export const ownPartRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
+	Math.floor(partRows(rowGroupSize, groupsPerPart) / 2);
+
+/**
+ * How an index file is split: `parts` files in all, `cuts` the bounds of busy keys' own parts
+ * among them (sorted; absent: none), so `parts - cuts.length` equal-width parts. A bare number is
+ * equal-width parts only (every file written before cuts, and the wallet records).
+ */
+export type PartLayout = number | { parts: number; cuts?: readonly string[] };
+
+/** The lowest key of equal-width part `i` of `parts` ("0x" and 4 hex digits), for i in 1..parts-1. */
 export const partBound = (i: number, parts: number): string =>
 	`0x${Math.floor((i * 0x10000) / parts)
 		.toString(16)
 		.padStart(4, "0")}`;
 
-/** The part `key` is in. */
-export function partOf(key: string, parts: number): number {
+const partsOf = (layout: PartLayout): number => (typeof layout === "number" ? layout : layout.parts);
+const cutsOf = (layout: PartLayout): readonly string[] => (typeof layout === "number" ? [] : (layout.cuts ?? []));
+
+/** The cuts giving `busy` keys (sorted or not) parts of their own beside `equal` equal-width parts. */
+export function cutsFor(busy: readonly string[], equal: number): string[] {
+	const taken = new Set(Array.from({ length: equal - 1 }, (_, i) => partBound(i + 1, equal)));
+	const cuts = new Set(busy.flatMap((k) => [k, `${k}0`]).filter((c) => !taken.has(c)));
+	return [...cuts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+// Bounds are asked on every lookup: kept per count (equal-width) and per cuts list (the manifest's).
+const equalBounds = new Map<number, readonly string[]>();
+const cutBounds = new WeakMap<readonly string[], readonly string[]>();
+
+/** The lower bounds of parts 1..n-1 of `layout`, ascending. */
+export function partBounds(layout: PartLayout): readonly string[] {
+	const cuts = cutsOf(layout);
+	const equal = partsOf(layout) - cuts.length;
+	let bounds = equalBounds.get(equal);
+	if (!bounds) {
+		bounds = Array.from({ length: equal - 1 }, (_, i) => partBound(i + 1, equal));
+		equalBounds.set(equal, bounds);
+	}
+	if (cuts.length === 0) return bounds;
+	const known = cutBounds.get(cuts);
+	if (known) return known;
+	const merged = [...bounds, ...cuts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+	cutBounds.set(cuts, merged);
+	return merged;
+}
+
+/** The part `key` is in: how many bounds it is not below. */
+export function partOf(key: string, layout: PartLayout): number {
+	const bounds = partBounds(layout);
 	let lo = 0;
-	let hi = parts - 1;
+	let hi = bounds.length;
 	while (lo < hi) {
-		const mid = (lo + hi + 1) >> 1;
-		if (key >= partBound(mid, parts)) lo = mid;
-		else hi = mid - 1;
+		const mid = (lo + hi) >> 1;
+		if (key >= (bounds[mid] as string)) lo = mid + 1;
+		else hi = mid;
 	}
 	return lo;
 }
@@ -59,41 +112,40 @@ export const partPath = (path: string, i: number): string =>
 export const partPaths = (path: string, parts = 1): string[] =>
 	Array.from({ length: parts }, (_, i) => partPath(path, i));
 
-/** The SQL condition on column `key` that selects part `i` of `parts` (bounds are our own hex text). */
-export function partCondition(key: string, i: number, parts: number): string {
-	const lower = i > 0 ? `"${key}" >= '${partBound(i, parts)}'` : null;
-	const upper = i < parts - 1 ? `"${key}" < '${partBound(i + 1, parts)}'` : null;
+/** The SQL condition on column `key` that selects part `i` of `layout` (bounds quoted: cuts are keys). */
+export function partCondition(key: string, i: number, layout: PartLayout): string {
+	const bounds = partBounds(layout);
+	const lower = i > 0 ? `"${key}" >= ${sqlString(bounds[i - 1] as string)}` : null;
+	const upper = i < bounds.length ? `"${key}" < ${sqlString(bounds[i] as string)}` : null;
 	return [lower, upper].filter((c) => c !== null).join(" AND ") || "true";
 }
 
 /**
- * SQL of the part (0..parts-1) column `key` is in, as partCondition decides it: for a
- * lower-case hex key (the rule) arithmetic on its first four hex digits, which compares as the
+ * SQL of the equal-width part (0..parts-1) column `key` is in, as partCondition decides it: for
+ * a lower-case hex key (the rule) arithmetic on its first four hex digits, which compares as the
  * text does; any other key against the bounds as text. NULL for a NULL key, as no part's
  * condition holds for it.
  */
 export function partNumberSql(key: string, parts: number): string {
-	const bounds = Array.from({ length: parts - 1 }, (_, i) => `'${partBound(i + 1, parts)}'`);
+	const bounds = partBounds(parts).map(sqlString);
 	return `CASE WHEN regexp_full_match(substr("${key}", 1, 6), '0x[0-9a-f]{4}') THEN ('0x' || substr("${key}", 3, 4))::INTEGER // ${0x10000 / parts} ELSE len(list_filter([${bounds.join(", ")}]::VARCHAR[], b -> "${key}" >= b)) END`;
 }
 
 /**
- * Of index files `files` (every part of each, as partPaths lists them), those whose key range
- * meets part `i` of `parts`: parts are powers of two, so ranges nest and this is arithmetic.
+ * The equal-width part that part `i` of `layout` lies in (cuts only split equal-width parts): a
+ * writer stages rows by equal-width part (partNumberSql, cheap per row) and writes each part from
+ * its equal-width part's rows.
  */
-export function keyRangeFiles(files: readonly string[], i: number, parts: number): string[] {
-	const whole = (f: string) => f.replace(/\.p\d+\.parquet$/, ".parquet");
-	const count = new Map<string, number>();
-	for (const f of files) count.set(whole(f), (count.get(whole(f)) ?? 0) + 1);
-	const index = (f: string) => Number(/\.p(\d+)\.parquet$/.exec(f)?.[1] ?? 0);
-	const last = new Map<string, number>();
-	for (const f of files) last.set(whole(f), Math.max(last.get(whole(f)) ?? 0, index(f)));
-	return files.filter((f) => {
-		const of = count.get(whole(f)) as number;
-		const j = index(f);
-		// Not a whole set of parts (never passed so): kept, its statistics still prune.
-		if (last.get(whole(f)) !== of - 1 || (of & (of - 1)) !== 0) return true;
-		// Part j of `of` spans [j/of, (j+1)/of) of the key space; part i of `parts` [i/parts, (i+1)/parts).
-		return j * parts < (i + 1) * of && i * of < (j + 1) * parts;
-	});
+export function equalPartOf(i: number, layout: PartLayout): number {
+	const equal = partsOf(layout) - cutsOf(layout).length;
+	return i === 0 ? 0 : partOf(partBounds(layout)[i - 1] as string, equal);
+}
+
+/**
+ * Whether an input file whose keys lie in [min, max] (its statistics) can hold keys of part `i`
+ * of `layout`: a merge reads, for each part it writes, only the inputs that can.
+ */
+export function meetsPart(min: string, max: string, i: number, layout: PartLayout): boolean {
+	const bounds = partBounds(layout);
+	return (i === 0 || max >= (bounds[i - 1] as string)) && (i === bounds.length || min < (bounds[i] as string));
 }

@@ -15,6 +15,8 @@ import type { Manifest } from "./records.js";
  * with a TypeError. Unknown fields are kept (looseObject), so a save does not drop them.
  */
 const count = z.number().int().nonnegative();
+/** Bounds (format/key-parts.ts cuts) strictly ascending as text. */
+const ascending = (v: readonly string[]) => v.every((b, i) => i === 0 || (v[i - 1] as string) < b);
 const chunkSchema = z
 	.looseObject({
 		from: count,
@@ -24,11 +26,21 @@ const chunkSchema = z
 		rows: z.partialRecord(z.enum(DATASETS as [DatasetName, ...DatasetName[]]), count),
 		indexes: z.array(z.enum(INDEX_NAMES as [IndexName, ...IndexName[]])).optional(),
 		parts: z.partialRecord(z.enum(INDEX_NAMES as [IndexName, ...IndexName[]]), z.number().int().positive()).optional(),
+		cuts: z
+			.partialRecord(
+				z.enum(INDEX_NAMES as [IndexName, ...IndexName[]]),
+				z.array(z.string()).refine(ascending, { error: "a file's cuts must be distinct and in order" }),
+			)
+			.optional(),
 		first_parent_hash: z.string(),
 		last_hash: z.string(),
 		gen: count.optional(),
 	})
-	.refine((c) => c.from <= c.to, { error: "a range ends before it starts" });
+	.refine((c) => c.from <= c.to, { error: "a range ends before it starts" })
+	.refine(
+		(c) => Object.entries(c.cuts ?? {}).every(([i, cuts]) => (cuts?.length ?? 0) < (c.parts?.[i as IndexName] ?? 1)),
+		{ error: "an index file has as many cuts as parts or more (cuts bound parts among its parts)" },
+	);
 const ghostSchema = z.looseObject({
 	from: count,
 	to: count,
@@ -74,6 +86,17 @@ function soundChunk(c: unknown): boolean {
 			(typeof e.parts === "object" &&
 				e.parts !== null &&
 				Object.entries(e.parts).every(([k, v]) => INDEX_SET.has(k) && Number.isInteger(v) && (v as number) >= 1))) &&
+		(e.cuts === undefined ||
+			(typeof e.cuts === "object" &&
+				e.cuts !== null &&
+				Object.entries(e.cuts).every(
+					([k, v]) =>
+						INDEX_SET.has(k) &&
+						Array.isArray(v) &&
+						v.every((b) => typeof b === "string") &&
+						ascending(v) &&
+						v.length < ((e.parts as Record<string, number> | undefined)?.[k] ?? 1),
+				))) &&
 		typeof e.first_parent_hash === "string" &&
 		typeof e.last_hash === "string" &&
 		(e.gen === undefined || isCount(e.gen))

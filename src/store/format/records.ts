@@ -1,6 +1,7 @@
 import type { DatasetName } from "../../extract/rows.js";
 import type { TraceFormat } from "../../rpc/types.js";
 import type { IndexName } from "./indexes.js";
+import type { PartLayout } from "./key-parts.js";
 import type { RangeId } from "./layout.js";
 
 /*
@@ -65,6 +66,8 @@ export interface ChunkEntry {
 	indexes?: IndexName[];
 	/** Key-range parts of those written in more than one file (format/key-parts.ts); absent: one each. */
 	parts?: Partial<Record<IndexName, number>>;
+	/** Bounds of busy keys' own parts among those (format/key-parts.ts), sorted; absent: none. */
+	cuts?: Partial<Record<IndexName, string[]>>;
 	first_parent_hash: string;
 	last_hash: string;
 	/** The manifest generation that first listed the chunk's files; part of their names (layout.ts). */
@@ -90,6 +93,35 @@ export interface RunEntry extends RangeId {
 	keys: number;
 	/** Key-range files it is written in (format/key-parts.ts); absent: one. */
 	parts?: number;
+	/** Bounds of busy keys' own parts among them (format/key-parts.ts), sorted; absent: none. */
+	cuts?: string[];
+}
+
+/** How index `index`'s file of chunk `c` is split into key-range parts. */
+export const chunkParts = (c: ChunkEntry, index: IndexName): PartLayout => ({
+	parts: c.parts?.[index] ?? 1,
+	cuts: c.cuts?.[index],
+});
+
+/** How run `r`'s file is split into key-range parts. */
+export const runParts = (r: RunEntry): PartLayout => ({ parts: r.parts ?? 1, cuts: r.cuts });
+
+/** Records how index `index`'s file of chunk `c` was written (`parts` and `cuts` absent when one, none). */
+export function setChunkParts(c: ChunkEntry, index: IndexName, written: { parts: number; cuts: string[] }): void {
+	const { [index]: _parts, ...parts } = c.parts ?? {};
+	const { [index]: _cuts, ...cuts } = c.cuts ?? {};
+	c.parts = written.parts > 1 ? { ...parts, [index]: written.parts } : parts;
+	c.cuts = written.cuts.length > 0 ? { ...cuts, [index]: written.cuts } : cuts;
+	if (Object.keys(c.parts).length === 0) delete c.parts;
+	if (Object.keys(c.cuts).length === 0) delete c.cuts;
+}
+
+/** Records how run `r`'s file was written. */
+export function setRunParts(r: RunEntry, written: { parts: number; cuts: string[] }): void {
+	if (written.parts > 1) r.parts = written.parts;
+	else delete r.parts;
+	if (written.cuts.length > 0) r.cuts = written.cuts;
+	else delete r.cuts;
 }
 
 /** Holder ranks (holdings/holder-ranks.ts): every ERC-20 holding's balance as of a settled block, ranked per token. */

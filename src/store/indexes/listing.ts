@@ -23,6 +23,8 @@ export interface IndexFile {
 	path: string;
 	filter?: string;
 	parts: number;
+	/** Bounds of busy keys' own parts among them (absent: none). */
+	cuts?: readonly string[];
 }
 
 /**
@@ -56,7 +58,7 @@ function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
 		const runs = runsOf(m, index);
 		const files: Placed[] = runs.map((r) => {
 			const path = partitionPath(dataDir, m.chain, index, r);
-			return { path, filter: filterPath(path), from: r.from, to: r.to, parts: r.parts ?? 1 };
+			return { path, filter: filterPath(path), from: r.from, to: r.to, parts: r.parts ?? 1, cuts: r.cuts };
 		});
 		// Chunks in block order against runs in block order: one pass finds those no run covers.
 		let i = 0;
@@ -67,7 +69,14 @@ function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
 			if (run && run.from <= c.from && c.to <= run.to) continue;
 			// Its filter, if written (index files before filters have none: then always read).
 			const path = partitionPath(dataDir, m.chain, index, c);
-			files.push({ path, filter: filterPath(path), from: c.from, to: c.to, parts: c.parts?.[index] ?? 1 });
+			files.push({
+				path,
+				filter: filterPath(path),
+				from: c.from,
+				to: c.to,
+				parts: c.parts?.[index] ?? 1,
+				cuts: c.cuts?.[index],
+			});
 		}
 		files.sort((a, b) => a.from - b.from);
 		return files;

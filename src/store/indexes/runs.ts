@@ -5,7 +5,7 @@ import type { IndexName } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
 import { nextGeneration } from "../format/manifest.js";
-import type { ChunkEntry, Manifest, RunEntry } from "../format/records.js";
+import { type ChunkEntry, type Manifest, type RunEntry, setChunkParts, setRunParts } from "../format/records.js";
 import { runsOf, SETTLE_DEPTH } from "../format/run-lookup.js";
 import { filterPath, writeKeyFilter } from "./key-filter.js";
 
@@ -158,7 +158,7 @@ export async function mergeStep(
 	const inputs = group.flatMap((u) => u.parts);
 	const written = await writer.mergeIndex(index, inputs, path);
 	run.rows = written.rows;
-	if (written.parts > 1) run.parts = written.parts;
+	setRunParts(run, written);
 	crashPoint("runs.merged");
 	run.keys = await writeKeyFilter(writer, path, index, written.parts);
 	crashPoint("runs.filter-written");
@@ -174,11 +174,7 @@ export async function mergeStep(
 		for (const u of group) {
 			if (!u.chunk) continue;
 			u.chunk.indexes = u.chunk.indexes?.filter((i) => i !== index);
-			if (u.chunk.parts?.[index] !== undefined) {
-				const { [index]: _merged, ...rest } = u.chunk.parts;
-				u.chunk.parts = rest;
-				if (Object.keys(rest).length === 0) delete u.chunk.parts;
-			}
+			setChunkParts(u.chunk, index, { parts: 1, cuts: [] });
 		}
 		await saveManifest(dataDir, m);
 		crashPoint("runs.committed");

@@ -29,9 +29,15 @@ export const isCoarse = async (writer: ParquetWriter, index: IndexName, path: st
 
 /**
  * Writes the rows of `parts` (an index file's key-range parts, already in this version's column
- * types) at `to` in this version's row groups and parts; returns the new count of parts. The rows
+ * types) at `to` in this version's row groups and parts; returns how it is split now. The rows
  * and their order are the same (index files are sorted by their key); `parts` are left as they are.
  */
-export async function regroup(writer: ParquetWriter, index: IndexName, parts: string[], to: string): Promise<number> {
-	return (await writer.mergeIndex(index, parts, to)).parts;
+export async function regroup(
+	writer: ParquetWriter,
+	index: IndexName,
+	parts: string[],
+	to: string,
+): Promise<{ parts: number; cuts: string[] }> {
+	const { parts: count, cuts } = await writer.mergeIndex(index, parts, to);
+	return { parts: count, cuts };
 }

@@ -10,7 +10,14 @@ import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
 import { partPath } from "../format/key-parts.js";
 import { partitionPath, type RangeId } from "../format/layout.js";
 import { GHOST_DATASET, nextGeneration } from "../format/manifest.js";
-import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, METADATA_TABLES } from "../format/records.js";
+import {
+	type ChunkEntry,
+	type Manifest,
+	METADATA_TABLE_NAMES,
+	METADATA_TABLES,
+	setChunkParts,
+	setRunParts,
+} from "../format/records.js";
 import { NONCE } from "../format/schema.js";
 import { filterPath } from "../indexes/key-filter.js";
 import { isCoarse, regroup } from "./coarse-indexes.js";
@@ -114,20 +121,17 @@ const ofIndex = (dataDir: string, chain: string, i: IndexName, from: RangeId, to
 
 /**
  * A manifest entry's files, read from its names at `gen` (now) and written at `to` (the new
- * generation); `commit` takes the new generation and the indexes' new counts of parts.
+ * generation); `commit` takes the new generation and how the regrouped indexes are split now.
  */
 type Entry = {
 	files: (to: RangeId) => FileOf[];
 	range: RangeId;
-	commit: (gen: number, parts: Map<IndexName, number>) => void;
+	commit: (gen: number, parts: Map<IndexName, Split>) => void;
 	what: string;
 };
 
-/** Sets an index's count of key-range parts in an entry's `parts` record (absent: one). */
-function setParts(record: Partial<Record<IndexName, number>>, index: IndexName, parts: number): void {
-	if (parts > 1) record[index] = parts;
-	else delete record[index];
-}
+/** How a regrouped index file is split into key-range parts now (format/key-parts.ts). */
+type Split = { parts: number; cuts: string[] };
 
 function entriesOf(dataDir: string, m: Manifest): Entry[] {
 	const chain = m.chain;
@@ -139,10 +143,7 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 		],
 		commit: (gen, parts) => {
 			c.gen = gen;
-			if (parts.size === 0) return;
-			c.parts ??= {};
-			for (const [i, n] of parts) setParts(c.parts, i, n);
-			if (Object.keys(c.parts).length === 0) delete c.parts;
+			for (const [i, split] of parts) setChunkParts(c, i, split);
 		},
 		what: `blocks ${c.from}..${c.to}`,
 	});
@@ -154,10 +155,8 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 				files: (to) => ofIndex(dataDir, chain, r.index, r, to, r.parts),
 				commit: (gen, parts) => {
 					r.gen = gen;
-					const n = parts.get(r.index);
-					if (n === undefined) return;
-					if (n > 1) r.parts = n;
-					else delete r.parts;
+					const split = parts.get(r.index);
+					if (split) setRunParts(r, split);
 				},
 				what: `run ${r.index} ${r.from}..${r.to}`,
 			}),
@@ -225,10 +224,10 @@ async function coarseOf(writer: ParquetWriter, files: FileOf[]): Promise<Set<Ind
 /**
  * Rewrites an entry's files at their new names: each in its upgraded types, and a coarse
  * index's parts regrouped into this version's row groups and parts (merged into the new name
- * from where they are, or from an upgraded copy where their types are unsigned). Returns the coarse indexes' new counts of parts.
+ * from where they are, or from an upgraded copy where their types are unsigned). Returns how the coarse indexes are split now.
  */
 async function rewriteEntry(writer: ParquetWriter, files: FileOf[], coarse: Set<IndexName>) {
-	const parts = new Map<IndexName, number>();
+	const parts = new Map<IndexName, Split>();
 	const pending = new Map<IndexName, { to: string; sources: string[]; typed: string[] }>();
 	for (const f of files) {
 		const index = f.index;

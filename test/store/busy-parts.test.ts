@@ -1,0 +1,151 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
+import type { TransferRow } from "../../src/extract/rows.js";
+import { createParquetWriter, type IndexWrite, type ParquetWriter } from "../../src/store/files/parquet-writer.js";
+import { partOf, partPaths } from "../../src/store/format/key-parts.js";
+import { checkManifestText } from "../../src/store/format/manifest-check.js";
+
+/**
+ * A busy key's own key-range part (src/store/format/key-parts.ts): derive and merge, through the
+ * real writer into real Parquet files, put every row of a key with more than half a part's rows
+ * into a part holding that key alone, every other key into the equal-width part its range says,
+ * and lose or add no row. (The routes over such files: test/store/key-parts.test.ts.)
+ */
+const PART_ROWS = 4096;
+/** Addresses spread over the key space as real ones are (the equal-width parts split it by prefix). */
+const addr = (n: number) => `0x${((n * 2654435761) >>> 0).toString(16).padStart(8, "0").repeat(5)}`;
+// Among the quiet keys of the first equal-width parts: without a part of its own it would make
+// its part several times the others.
+const BUSY = `0x${"2a".repeat(20)}`;
+
+/** A chunk's transfers: `busy` of them sent by BUSY, the rest among 4,000 quiet senders. */
+function transfers(firstBlock: number, n: number, busy: number): TransferRow[] {
+	return Array.from({ length: n }, (_, i) => ({
+		id: itemId(firstBlock + Math.floor(i / 100), i % 100, TOKEN_ORDINAL_BASE),
+		block_number: firstBlock + Math.floor(i / 100),
+		block_hash: `0x${"ab".repeat(32)}`,
+		block_timestamp: 1_700_000_000,
+		transaction_index: i % 100,
+		transaction_hash: `0x${(firstBlock * 1000 + i).toString(16).padStart(64, "0")}`,
+		origin: addr(1),
+		asset_type: "ft",
+		token_standard: "erc20",
+		contract: addr(7),
+		sender: i < busy ? BUSY : addr(1 + (i % 4000)),
+		recipient: addr(100_000 + firstBlock * 100 + i),
+		value: String(i + 1),
+		token_id: null,
+		batch_values: null,
+		batch_token_ids: null,
+		operator: null,
+		log_index: i % 100,
+		trace_index: null,
+	}));
+}
+
+let root: string;
+let writer: ParquetWriter;
+let db: DuckDBInstance;
+const rows = async (sql: string) => (await (await db.connect()).runAndReadAll(sql)).getRowObjectsJS();
+const list = (files: string[]) => `[${files.map((f) => `'${f}'`).join(", ")}]`;
+
+beforeAll(async () => {
+	root = await mkdtemp(join(tmpdir(), "chainlake-busy-parts-"));
+	writer = await createParquetWriter();
+	db = await DuckDBInstance.create(":memory:");
+	process.env.CHAINLAKE_PART_ROWS = String(PART_ROWS);
+});
+
+afterAll(async () => {
+	delete process.env.CHAINLAKE_PART_ROWS;
+	writer?.close();
+	db?.closeSync();
+	if (root) await rm(root, { recursive: true, force: true });
+});
+
+/** Checks `written` at `path`: BUSY alone in its part, every other key in the part partOf names. */
+async function checkParts(path: string, written: IndexWrite, busyRows: number) {
+	expect(written.cuts).toEqual([BUSY, `${BUSY}0`]);
+	const files = partPaths(path, written.parts);
+	const own = partOf(BUSY, written);
+	const busy = await rows(`SELECT DISTINCT address FROM read_parquet('${files[own]}')`);
+	expect(busy.map((r) => r.address)).toEqual([BUSY]);
+	expect(Number((await rows(`SELECT count(*) AS n FROM read_parquet('${files[own]}')`))[0]?.n)).toBe(busyRows);
+	for (const [i, f] of files.entries()) {
+		const keys = await rows(`SELECT DISTINCT address FROM read_parquet('${f}')`);
+		for (const k of keys) expect(partOf(String(k.address), written), `${k.address} in part ${i}`).toBe(i);
+	}
+	// The quiet parts are the equal-width ones, each within a part's rows (the busy key's would be 3x).
+	const sizes = await rows(
+		`SELECT filename AS f, count(*) AS n FROM read_parquet(${list(files)}, filename = true) GROUP BY 1`,
+	);
+	for (const s of sizes) if (s.f !== files[own]) expect(Number(s.n)).toBeLessThanOrEqual(PART_ROWS);
+}
+
+describe("a busy key's own part", () => {
+	it("is written by a chunk's derive and kept by a merge of two chunks, every row once", async () => {
+		const a = join(root, "a", "transfers.parquet");
+		const b = join(root, "b", "transfers.parquet");
+		await writer.write("transfers", transfers(1000, 16_000, 6_000), a, join(root, "staging"));
+		await writer.write("transfers", transfers(2000, 12_000, 3_000), b, join(root, "staging"));
+		const da = join(root, "a", "wallet_transfers.parquet");
+		const db_ = join(root, "b", "wallet_transfers.parquet");
+		const wa = await writer.derive("wallet_transfers", () => a, da);
+		const wb = await writer.derive("wallet_transfers", () => b, db_);
+		// Each transfer once for its sender and once for its recipient (never the same here).
+		expect([wa.rows, wb.rows]).toEqual([32_000, 24_000]);
+		await checkParts(da, wa, 6_000);
+		await checkParts(db_, wb, 3_000);
+
+		const inputs = [...partPaths(da, wa.parts), ...partPaths(db_, wb.parts)];
+		const run = join(root, "run", "wallet_transfers.parquet");
+		const wr = await writer.mergeIndex("wallet_transfers", inputs, run);
+		expect(wr.rows).toBe(56_000);
+		await checkParts(run, wr, 9_000);
+		// The run holds exactly its inputs' rows, in key order within each part.
+		const ours = partPaths(run, wr.parts);
+		const diff = await rows(
+			`SELECT (SELECT count(*) FROM (SELECT * FROM read_parquet(${list(ours)}) EXCEPT ALL SELECT * FROM read_parquet(${list(inputs)}))) AS extra,
+			        (SELECT count(*) FROM (SELECT * FROM read_parquet(${list(inputs)}) EXCEPT ALL SELECT * FROM read_parquet(${list(ours)}))) AS lost`,
+		);
+		expect(diff.map((d) => [Number(d.extra), Number(d.lost)])).toEqual([[0, 0]]);
+	});
+
+	it("is not made for a key at or under half a part's rows", async () => {
+		const c = join(root, "c", "transfers.parquet");
+		await writer.write("transfers", transfers(3000, 16_000, 2_048), c, join(root, "staging"));
+		const written = await writer.derive("wallet_transfers", () => c, join(root, "c", "wallet_transfers.parquet"));
+		expect(written.cuts).toEqual([]);
+		expect(written.parts).toBe(8);
+	});
+});
+
+describe("a manifest's cuts", () => {
+	const chunk = {
+		from: 0,
+		to: 9,
+		traces: "none",
+		datasets: ["blocks"],
+		rows: { blocks: 10 },
+		indexes: ["wallet_transfers"],
+		first_parent_hash: `0x${"0".repeat(64)}`,
+		last_hash: `0x${"1".repeat(64)}`,
+	};
+	const text = (c: object) =>
+		JSON.stringify({ version: 1, chain: "eip155-1", chain_number: 1, chunks: [{ ...chunk, ...c }] });
+	it("are read when in order and fewer than the file's parts, refused otherwise", () => {
+		const good = { parts: { wallet_transfers: 6 }, cuts: { wallet_transfers: [BUSY, `${BUSY}0`] } };
+		expect(checkManifestText(text(good), "eip155-1").problem).toBeNull();
+		const unsorted = { ...good, cuts: { wallet_transfers: [`${BUSY}0`, BUSY] } };
+		expect(checkManifestText(text(unsorted), "eip155-1").problem).toMatch(/cuts must be distinct and in order/);
+		const many = { parts: { wallet_transfers: 2 }, cuts: good.cuts };
+		expect(checkManifestText(text(many), "eip155-1").problem).toMatch(/as many cuts as parts or more/);
+		expect(checkManifestText(text({ cuts: { wallet_transfers: [1] } }), "eip155-1").problem).toMatch(
+			/not a chainlake manifest/,
+		);
+	});
+});
