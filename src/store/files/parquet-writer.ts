@@ -268,30 +268,33 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		});
 	};
 	/**
-	 * The key-range parts to write index `index`'s `count` rows (`rows`, a SELECT of our own text)
-	 * in: equal-width parts for the rows of quiet keys, and a part of its own for each key with more
-	 * than ownPartRows (key-parts.ts), found by one aggregate over the key. Hashes name one row each.
+	 * The key-range parts to write index `index`'s rows (`rows`, a SELECT of our own text) in:
+	 * equal-width parts for the rows of quiet keys, and a part of its own for each key with more
+	 * than ownPartRows (key-parts.ts), found by one aggregate over the key, which also counts the
+	 * rows where `known` does not (an index its merge sums: one pass of that sum, not two). Hashes
+	 * name one row each.
 	 */
-	const layoutOf = async (index: IndexName, count: number, rows: string) => {
+	const layoutOf = async (index: IndexName, rows: string, known?: number) => {
 		const def: IndexDef = INDEXES[index];
 		const most = ownPartRows(def.rowGroupSize, def.partRowGroups);
-		const busy =
-			def.key === "hash" || count <= most
-				? []
-				: (
-						await conn.runAndReadAll(
-							`SELECT "${def.key}" AS k, count(*)::BIGINT AS n FROM (${rows}) WHERE "${def.key}" IS NOT NULL GROUP BY 1 HAVING count(*) > ${most} ORDER BY 1`,
-						)
-					)
-						.getRowObjectsJS()
-						.map((r) => ({ key: String(r.k), rows: Number(r.n) }));
-		const quiet = count - busy.reduce((n, b) => n + b.rows, 0);
-		const equal = partsFor(quiet, def.rowGroupSize, def.partRowGroups);
-		const cuts = cutsFor(
-			busy.map((b) => b.key),
-			equal,
-		);
-		return { parts: equal + cuts.length, cuts };
+		let count = known;
+		let busy: string[] = [];
+		let busyRows = 0;
+		if (def.key !== "hash" && (known === undefined || known > most)) {
+			const busyOnly = `FILTER (WHERE k IS NOT NULL AND n > ${most})`;
+			const [r] = (
+				await conn.runAndReadAll(
+					`WITH c AS (SELECT "${def.key}" AS k, count(*) AS n FROM (${rows}) GROUP BY 1)
+					 SELECT sum(n)::BIGINT AS total, list(k ORDER BY k) ${busyOnly} AS busy, (sum(n) ${busyOnly})::BIGINT AS busy_rows FROM c`,
+				)
+			).getRowObjectsJS();
+			count = Number(r?.total ?? 0);
+			busy = ((r?.busy ?? []) as unknown[]).map(String);
+			busyRows = Number(r?.busy_rows ?? 0);
+		} else count ??= await countOf(`SELECT count(*)::BIGINT FROM (${rows})`);
+		const equal = partsFor(count - busyRows, def.rowGroupSize, def.partRowGroups);
+		const cuts = cutsFor(busy, equal);
+		return { count, parts: equal + cuts.length, cuts };
 	};
 	const countOf = async (sql: string) => Number((await conn.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
 	/** Each file's least and greatest `key` by its footer's statistics (null: a group without them). */
@@ -402,10 +405,11 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				const source = `(SELECT * FROM read_parquet([${from.map(quote).join(", ")}]) WHERE ${where})`;
 				return def.merge ? def.merge(source) : `SELECT * FROM ${source}`;
 			};
-			const count = def.merge
-				? await countOf(`SELECT count(*)::BIGINT FROM (${rowsOf(files, "true")})`)
+			// A merge that sums (def.merge) is counted by layoutOf's pass; the others by their footers.
+			const known = def.merge
+				? undefined
 				: await countOf(`SELECT sum(num_rows)::BIGINT FROM parquet_file_metadata([${files.map(quote).join(", ")}])`);
-			const layout = await layoutOf(index, count, rowsOf(files, "true"));
+			const { count, ...layout } = await layoutOf(index, rowsOf(files, "true"), known);
 			if (layout.parts === 1)
 				return writeParts(index, count, layout, () => rowsOf(files, "true"), path, "parquet.merge.tmp-written");
 			const ranges = await keyRanges(files, def.key);
@@ -451,11 +455,15 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		async derive(index, fileOf, path) {
 			const def: IndexDef = INDEXES[index];
 			const pieces = def.merge ? [undefined] : await blockPieces(fileOf(def.source), def.source);
-			let count = 0;
-			for (const piece of pieces)
-				count += await countOf(`SELECT count(*)::BIGINT FROM (${indexRowsSql(index, fileOf, piece)})`);
 			const rows = indexRowsSql(index, fileOf);
-			const layout = await layoutOf(index, count, rows);
+			// Counted piece by piece, but for an index its merge sums (one piece: layoutOf counts it).
+			let known: number | undefined;
+			if (!def.merge) {
+				known = 0;
+				for (const piece of pieces)
+					known += await countOf(`SELECT count(*)::BIGINT FROM (${indexRowsSql(index, fileOf, piece)})`);
+			}
+			const { count, ...layout } = await layoutOf(index, rows, known);
 			if (layout.parts === 1) return writeParts(index, count, layout, () => rows, path, "parquet.derive.tmp-written");
 			// The source is in chain order: its rows go once, piece by piece, into staging files by
 			// equal-width part, which each part then sorts (rather than every part scanning the whole
