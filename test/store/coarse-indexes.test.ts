@@ -7,10 +7,12 @@ import { createStore } from "../../src/query/store/create-store.js";
 import { findWalletTransactions } from "../../src/query/transactions.js";
 import { findTransfers } from "../../src/query/transfers.js";
 import { INDEXES } from "../../src/store/format/indexes.js";
-import { partPaths } from "../../src/store/format/key-parts.js";
+import { partOf, partPaths } from "../../src/store/format/key-parts.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import type { Manifest } from "../../src/store/format/records.js";
+import { filterPath, loadKeyFilter } from "../../src/store/indexes/key-filter.js";
 import { indexFiles, listedPaths } from "../../src/store/indexes/listing.js";
+import { sharesBusyPart } from "../../src/store/repair/coarse-indexes.js";
 import { reindexChain } from "../../src/store/repair/reindex.js";
 import { verifyChain } from "../../src/store/repair/verify.js";
 import type { Scale } from "../../src/synth/scales.js";
@@ -126,5 +128,44 @@ describe("index files in coarser row groups than this version writes", () => {
 		// The coarse files are no longer listed (retired: deleted once no reader can hold them).
 		const listed = listedPaths(root, after);
 		for (const f of old) expect(listed.has(f.path)).toBe(false);
+	}, 180_000);
+
+	it("are rewritten by reindex where a busy key shares a key-range part (written before cuts), answering the same", async () => {
+		// The busiest key a wallet_transfers key filter records with its rows: at parts of that many
+		// rows, a key of more than half of them should have had a part of its own.
+		const before = await loadManifest(root, CHAIN.id, CHAIN.number);
+		let busy: { key: string; rows: number; path: string } | undefined;
+		for (const f of indexFiles(root, before, "wallet_transfers"))
+			for (const [key, b] of (await loadKeyFilter(filterPath(f.path))).busyRows ?? [])
+				if (!busy || b.rows > busy.rows) busy = { key, rows: b.rows, path: f.path };
+		expect(busy, "a busy key in the fixture").toBeDefined();
+		const { key, rows, path } = busy as { key: string; rows: number; path: string };
+		const answered = await answers([key]);
+		process.env.CHAINLAKE_PART_ROWS = String(rows);
+		try {
+			const entry = indexFiles(root, before, "wallet_transfers").find((f) => f.path === path);
+			expect(entry?.cuts ?? []).not.toContain(key);
+			expect(await sharesBusyPart("wallet_transfers", path, entry?.cuts)).toBe(true);
+			await reindexChain(root, CHAIN);
+			const after = await loadManifest(root, CHAIN.id, CHAIN.number);
+			// The file holding the key rewritten under a new name, the key between its own cuts.
+			const now = indexFiles(root, after, "wallet_transfers").filter((f) => f.cuts?.includes(key));
+			expect(now.length).toBeGreaterThan(0);
+			for (const f of now) {
+				expect(f.path).not.toBe(path);
+				expect(f.cuts).toContain(`${key}0`);
+				const own = partPaths(f.path, f.parts)[partOf(key, f)] as string;
+				expect((await select(`SELECT DISTINCT address FROM read_parquet(${q(own)})`)).map((r) => r.address)).toEqual([
+					key,
+				]);
+			}
+			expect(await answers([key])).toBe(answered);
+			expect((await verifyChain(root, CHAIN.id)).problems).toEqual([]);
+			// Nothing left to do: a second run writes nothing.
+			await reindexChain(root, CHAIN);
+			expect((await loadManifest(root, CHAIN.id, CHAIN.number)).generation).toBe(after.generation);
+		} finally {
+			delete process.env.CHAINLAKE_PART_ROWS;
+		}
 	}, 180_000);
 });

@@ -1,13 +1,16 @@
 import { sqlString as quote } from "../../util/sql-string.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
-import { INDEXES, type IndexName } from "../format/indexes.js";
+import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
+import { ownPartRows } from "../format/key-parts.js";
+import { filterPath, loadKeyFilter } from "../indexes/key-filter.js";
 
 /*
  * Index files written in larger row groups than this version writes (the by-address indexes had
- * 16,384 rows a group before issue 26 measured 4,096 twice as fast for a wallet lookup). They
- * read correctly, only slower; `npm run reindex` rewrites them with the other format upgrades
- * (upgrade-types.ts: the whole manifest entry under its next generation, names never reused), in
- * this version's row groups and key-range parts (the parts' count grows as the groups shrink).
+ * 16,384 rows a group before issue 26 measured 4,096 twice as fast for a wallet lookup), or with
+ * a busy key in a key-range part shared with other keys (written before busy keys had parts of
+ * their own: key-parts.ts). They read correctly, only slower; `npm run reindex` rewrites them with
+ * the other format upgrades (upgrade-types.ts: the whole manifest entry under its next
+ * generation, names never reused), in this version's row groups and key-range parts.
  */
 
 /** The largest row group of a file. */
@@ -26,6 +29,29 @@ async function largestRowGroup(writer: ParquetWriter, path: string): Promise<num
  */
 export const isCoarse = async (writer: ParquetWriter, index: IndexName, path: string): Promise<boolean> =>
 	(await largestRowGroup(writer, path)) > 2 * INDEXES[index].rowGroupSize;
+
+/**
+ * Whether index file `path` (part 0's path; the file split with `cuts`) has a key with more rows
+ * than a part of its own takes (ownPartRows) and no cut of its own: a file written before cuts,
+ * where that key's part made every other key of its range walk its row groups. Judged from the
+ * key filter's busy keys and their rows (no file read); a kind without busy lists, or a filter
+ * written before it recorded their rows, is not judged (its files get cuts when merged again).
+ */
+export async function sharesBusyPart(index: IndexName, path: string, cuts: readonly string[] = []): Promise<boolean> {
+	const def: IndexDef = INDEXES[index];
+	if (def.key === "hash" || def.busyRows === undefined) return false;
+	let rows: ReadonlyMap<string, { rows: number }> | undefined;
+	try {
+		rows = (await loadKeyFilter(filterPath(path))).busyRows;
+	} catch {
+		// A missing or damaged filter is reindex's to rebuild (busy-lists.ts), not a reason to regroup.
+		return false;
+	}
+	const most = ownPartRows(def.rowGroupSize, def.partRowGroups);
+	const own = new Set(cuts);
+	for (const [key, busy] of rows ?? []) if (busy.rows > most && !own.has(key)) return true;
+	return false;
+}
 
 /**
  * Writes the rows of `parts` (an index file's key-range parts, already in this version's column

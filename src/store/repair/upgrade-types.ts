@@ -20,7 +20,7 @@ import {
 } from "../format/records.js";
 import { NONCE } from "../format/schema.js";
 import { filterPath } from "../indexes/key-filter.js";
-import { isCoarse, regroup } from "./coarse-indexes.js";
+import { isCoarse, regroup, sharesBusyPart } from "./coarse-indexes.js";
 
 /*
  * Folders written before the stored integers became signed (schema.ts) hold UBIGINT, UINTEGER
@@ -53,8 +53,8 @@ interface FileOf {
 	blocks: boolean;
 	/** It has a key filter beside it (index files): copied to the new name. */
 	filter: boolean;
-	/** A key-range part of an index file (every part of it follows in order). */
-	index?: { name: IndexName; part: number; parts: number };
+	/** A key-range part of an index file (every part of it follows in order), with the file's cuts. */
+	index?: { name: IndexName; part: number; parts: number; cuts?: readonly string[] };
 }
 
 const ident = (s: string) => `"${s.replaceAll('"', '""')}"`;
@@ -105,7 +105,15 @@ const ofDataset = (dataDir: string, chain: string, d: DatasetName, from: RangeId
 });
 
 /** Every key-range part of an index file (format/key-parts.ts); the filter goes with part 0. */
-const ofIndex = (dataDir: string, chain: string, i: IndexName, from: RangeId, to: RangeId, parts = 1): FileOf[] => {
+const ofIndex = (
+	dataDir: string,
+	chain: string,
+	i: IndexName,
+	from: RangeId,
+	to: RangeId,
+	parts = 1,
+	cuts?: readonly string[],
+): FileOf[] => {
 	const def: IndexDef = INDEXES[i];
 	return Array.from({ length: parts }, (_, k) => ({
 		from: partPath(partitionPath(dataDir, chain, i, from), k),
@@ -115,7 +123,7 @@ const ofIndex = (dataDir: string, chain: string, i: IndexName, from: RangeId, to
 		// An index of blocks rows (blocks_by_hash) has their nonce.
 		blocks: def.source === "blocks" && def.columns === undefined,
 		filter: k === 0,
-		index: { name: i, part: k, parts },
+		index: { name: i, part: k, parts, cuts },
 	}));
 };
 
@@ -139,7 +147,7 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 		range: c,
 		files: (to) => [
 			...c.datasets.map((d) => ofDataset(dataDir, chain, d, c, to)),
-			...(c.indexes ?? []).flatMap((i) => ofIndex(dataDir, chain, i, c, to, c.parts?.[i])),
+			...(c.indexes ?? []).flatMap((i) => ofIndex(dataDir, chain, i, c, to, c.parts?.[i], c.cuts?.[i])),
 		],
 		commit: (gen, parts) => {
 			c.gen = gen;
@@ -152,7 +160,7 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 		...(m.runs ?? []).map(
 			(r): Entry => ({
 				range: r,
-				files: (to) => ofIndex(dataDir, chain, r.index, r, to, r.parts),
+				files: (to) => ofIndex(dataDir, chain, r.index, r, to, r.parts, r.cuts),
 				commit: (gen, parts) => {
 					r.gen = gen;
 					const split = parts.get(r.index);
@@ -208,15 +216,17 @@ async function entryStale(writer: ParquetWriter, files: FileOf[]): Promise<boole
 }
 
 /**
- * The entry's index files in coarser row groups than written now (coarse-indexes.ts); not those of
- * a replaced kind, which the same reindex writes the replacement of and then drops.
+ * The entry's index files to regroup (coarse-indexes.ts): in coarser row groups than written now,
+ * or with a busy key sharing a part; not those of a replaced kind, which the same reindex writes
+ * the replacement of and then drops.
  */
 async function coarseOf(writer: ParquetWriter, files: FileOf[]): Promise<Set<IndexName>> {
 	const out = new Set<IndexName>();
 	for (const f of files) {
 		const index = f.index;
 		if (index?.part !== 0 || (INDEXES[index.name] as IndexDef).replacedBy) continue;
-		if (await isCoarse(writer, index.name, f.from)) out.add(index.name);
+		if ((await isCoarse(writer, index.name, f.from)) || (await sharesBusyPart(index.name, f.from, index.cuts)))
+			out.add(index.name);
 	}
 	return out;
 }
