@@ -149,7 +149,8 @@ it, so a reader filtering on one address or hash reads one or a few row groups. 
 file is written as key-range parts: part 0 under the file's name, part i as
 \`<name>.p<i>.parquet\` (the manifest entry's \`parts\`), split by the key's leading hex digits,
 and a key with more rows than half a part in a part of its own (its bounds are the entry's
-\`cuts\`); a file's rows are all its parts'. Once a chunk is
+\`cuts\`; a manifest listing cuts is \`version\` 2, which older chainlakes refuse rather than
+read the wrong part); a file's rows are all its parts'. Once a chunk is
 settled (final, and a whole partition), its index files are merged with their neighbours' into
 runs of ${FAN_IN}, ${FAN_IN ** 2}, ${FAN_IN ** 3}, ... partitions (the manifest's \`runs\`; the file name's block range is
 the run's; after \`npm run reindex -- --whole-history\`, one run of a lookup kind may span any

@@ -147,5 +147,15 @@ describe("a manifest's cuts", () => {
 		expect(checkManifestText(text({ cuts: { wallet_transfers: [1] } }), "eip155-1").problem).toMatch(
 			/not a chainlake manifest/,
 		);
+		// A run's, the same.
+		const run = { index: "wallet_transfers", from: 0, to: 9, gen: 1, chunks: 1, rows: 10, keys: 1, last_hash: "0x" };
+		const withRun = (r: object) => JSON.stringify({ ...JSON.parse(text({})), runs: [{ ...run, ...r }] });
+		expect(checkManifestText(withRun({ parts: 3, cuts: [BUSY, `${BUSY}0`] }), "eip155-1").problem).toBeNull();
+		expect(checkManifestText(withRun({ parts: 2, cuts: [BUSY, `${BUSY}0`] }), "eip155-1").problem).toMatch(
+			/runs\.0: an index file has as many cuts as parts or more/,
+		);
+		expect(checkManifestText(withRun({ parts: 3, cuts: "0x" }), "eip155-1").problem).toMatch(
+			/runs\.0: a file's cuts must be distinct and in order/,
+		);
 	});
 });

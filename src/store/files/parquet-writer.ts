@@ -297,15 +297,26 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		return { count, parts: equal + cuts.length, cuts };
 	};
 	const countOf = async (sql: string) => Number((await conn.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
-	/** Each file's least and greatest `key` by its footer's statistics (null: a group without them). */
+	/**
+	 * Each file's least and greatest `key` by its footer's statistics, and whether it has NULL keys
+	 * (part 0's: partCondition); null: a group without statistics.
+	 */
 	const keyRanges = async (files: string[], key: string) => {
 		const read = await conn.runAndReadAll(
-			`SELECT file_name AS f, min(stats_min_value) AS lo, max(stats_max_value) AS hi, bool_or(stats_min_value IS NULL OR stats_max_value IS NULL) AS missing FROM parquet_metadata([${files.map(quote).join(", ")}]) WHERE path_in_schema = ${quote(key)} GROUP BY 1`,
+			`SELECT file_name AS f, min(stats_min_value) AS lo, max(stats_max_value) AS hi,
+			        bool_or(stats_min_value IS NULL OR stats_max_value IS NULL) AS missing, bool_or(stats_null_count > 0) AS nulls
+			 FROM parquet_metadata([${files.map(quote).join(", ")}]) WHERE path_in_schema = ${quote(key)} GROUP BY 1`,
 		);
 		return new Map(
 			read
 				.getRowObjectsJS()
-				.map((r) => [String(r.f), r.missing ? null : { min: String(r.lo), max: String(r.hi) }] as const),
+				.map(
+					(r) =>
+						[
+							String(r.f),
+							r.missing ? null : { min: String(r.lo), max: String(r.hi), nulls: r.nulls === true },
+						] as const,
+				),
 		);
 	};
 	/** A dataset file's blocks cut every PIECE_ROW_GROUPS row groups, by its block column's statistics. */
@@ -417,7 +428,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				const from = files.filter((f) => {
 					const r = ranges.get(f);
 					// No statistics: read (and filtered by the condition); no row groups: nothing to read.
-					return r === null || (r !== undefined && meetsPart(r.min, r.max, i, layout));
+					return r === null || (r !== undefined && (meetsPart(r.min, r.max, i, layout) || (i === 0 && r.nulls)));
 				});
 				// A part no input meets (beside a busy key's own) is still written, empty: from any one of them.
 				return from.length > 0 ? from : files.slice(0, 1);

@@ -25,7 +25,7 @@ import { sqlString } from "../../util/sql-string.js";
 
 /** Row groups per part: about what the issue's split measured (a run's 661 in 16 files: 41). */
 export const PART_ROW_GROUPS = 32;
-/** Parts are a power of two up to this: 4 hex digits of key prefix. */
+/** Equal-width parts are a power of two up to this (4 hex digits of key prefix); busy keys' own come on top. */
 export const MAX_PARTS = 4096;
 
 /** The rows a part holds: `groupsPerPart` row groups, or CHAINLAKE_PART_ROWS (tests: many parts from a small chain). */
@@ -70,9 +70,10 @@ export function cutsFor(busy: readonly string[], equal: number): string[] {
 	return [...cuts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-// Bounds are asked on every lookup: kept per count (equal-width) and per cuts list (the manifest's).
+// Bounds are asked on every lookup: kept per count (equal-width) and per cuts list (the manifest's,
+// with the equal-width count they were merged with).
 const equalBounds = new Map<number, readonly string[]>();
-const cutBounds = new WeakMap<readonly string[], readonly string[]>();
+const cutBounds = new WeakMap<readonly string[], { equal: number; bounds: readonly string[] }>();
 
 /** The lower bounds of parts 1..n-1 of `layout`, ascending. */
 export function partBounds(layout: PartLayout): readonly string[] {
@@ -85,9 +86,9 @@ export function partBounds(layout: PartLayout): readonly string[] {
 	}
 	if (cuts.length === 0) return bounds;
 	const known = cutBounds.get(cuts);
-	if (known) return known;
+	if (known?.equal === equal) return known.bounds;
 	const merged = [...bounds, ...cuts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-	cutBounds.set(cuts, merged);
+	cutBounds.set(cuts, { equal, bounds: merged });
 	return merged;
 }
 
@@ -112,23 +113,27 @@ export const partPath = (path: string, i: number): string =>
 export const partPaths = (path: string, parts = 1): string[] =>
 	Array.from({ length: parts }, (_, i) => partPath(path, i));
 
-/** The SQL condition on column `key` that selects part `i` of `layout` (bounds quoted: cuts are keys). */
+/**
+ * The SQL condition on column `key` that selects part `i` of `layout` (bounds quoted: cuts are
+ * keys). A NULL key (no index holds one: they are kept out by their SELECTs) goes to part 0, so a
+ * split never drops a row.
+ */
 export function partCondition(key: string, i: number, layout: PartLayout): string {
 	const bounds = partBounds(layout);
-	const lower = i > 0 ? `"${key}" >= ${sqlString(bounds[i - 1] as string)}` : null;
-	const upper = i < bounds.length ? `"${key}" < ${sqlString(bounds[i] as string)}` : null;
-	return [lower, upper].filter((c) => c !== null).join(" AND ") || "true";
+	if (bounds.length === 0) return "true";
+	if (i === 0) return `("${key}" < ${sqlString(bounds[0] as string)} OR "${key}" IS NULL)`;
+	const lower = `"${key}" >= ${sqlString(bounds[i - 1] as string)}`;
+	return i < bounds.length ? `${lower} AND "${key}" < ${sqlString(bounds[i] as string)}` : lower;
 }
 
 /**
  * SQL of the equal-width part (0..parts-1) column `key` is in, as partCondition decides it: for
  * a lower-case hex key (the rule) arithmetic on its first four hex digits, which compares as the
- * text does; any other key against the bounds as text. NULL for a NULL key, as no part's
- * condition holds for it.
+ * text does; any other key against the bounds as text; a NULL key part 0.
  */
 export function partNumberSql(key: string, parts: number): string {
 	const bounds = partBounds(parts).map(sqlString);
-	return `CASE WHEN regexp_full_match(substr("${key}", 1, 6), '0x[0-9a-f]{4}') THEN ('0x' || substr("${key}", 3, 4))::INTEGER // ${0x10000 / parts} ELSE len(list_filter([${bounds.join(", ")}]::VARCHAR[], b -> "${key}" >= b)) END`;
+	return `CASE WHEN "${key}" IS NULL THEN 0 WHEN regexp_full_match(substr("${key}", 1, 6), '0x[0-9a-f]{4}') THEN ('0x' || substr("${key}", 3, 4))::INTEGER // ${0x10000 / parts} ELSE len(list_filter([${bounds.join(", ")}]::VARCHAR[], b -> "${key}" >= b)) END`;
 }
 
 /**

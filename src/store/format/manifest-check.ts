@@ -49,7 +49,7 @@ const ghostSchema = z.looseObject({
 	hashes: z.array(z.string()).optional(),
 });
 const manifestSchema = z.looseObject({
-	version: z.literal(1, { error: "version must be 1 (the only one this chainlake reads)" }),
+	version: z.union([z.literal(1), z.literal(2)], { error: "version must be 1 or 2 (the ones this chainlake reads)" }),
 	chain: z.string(),
 	chain_number: count,
 	// Checked one by one below: zod over 20 000 chunks takes a quarter of a second, which the
@@ -103,6 +103,18 @@ function soundChunk(c: unknown): boolean {
 	);
 }
 
+/** What is wrong with a run's `parts` and `cuts`, if anything. */
+function runPartsProblem(r: unknown): string | null {
+	if (typeof r !== "object" || r === null) return "not an object";
+	const { parts = 1, cuts = [] } = r as { parts?: unknown; cuts?: unknown };
+	if (!Number.isInteger(parts) || (parts as number) < 1) return "parts must be a positive integer";
+	if (!Array.isArray(cuts) || !cuts.every((c) => typeof c === "string") || !ascending(cuts))
+		return "a file's cuts must be distinct and in order";
+	if (cuts.length >= (parts as number))
+		return "an index file has as many cuts as parts or more (cuts bound parts among its parts)";
+	return null;
+}
+
 /** The previous generation of a chain's manifest, kept by every save (saveManifest). */
 export const previousManifestPath = (dataDir: string, chain: string): string =>
 	join(chainDir(dataDir, chain), "_manifest.prev.json");
@@ -126,6 +138,12 @@ export function checkManifestText(
 			if (soundChunk(c)) continue;
 			const r = chunkSchema.safeParse(c);
 			if (!r.success) issues.push(...r.error.issues.map((x) => ({ ...x, path: ["chunks", i, ...x.path] })));
+		}
+		// A run's split into key-range parts (format/key-parts.ts), which every lookup of it reads.
+		const runs = (json as { runs?: unknown }).runs;
+		for (const [i, r] of (Array.isArray(runs) ? runs : []).entries()) {
+			const problem = runPartsProblem(r);
+			if (problem) issues.push({ code: "custom", input: r, path: ["runs", i], message: problem });
 		}
 	}
 	if (issues.length > 0) {

@@ -74,8 +74,10 @@ export async function writeManifest(dataDir: string, m: Manifest): Promise<void>
 	await mkdir(dirname(path), { recursive: true });
 	m.chunks.sort((a, b) => a.from - b.from);
 	const generation = nextGeneration(m);
+	// Version 2 only where a file has cuts: a folder without them stays readable by older chainlakes.
+	const version = m.chunks.some((c) => c.cuts) || m.runs?.some((r) => r.cuts) ? 2 : 1;
 	await removingOnFailure([`${path}.tmp`, `${previousManifestPath(dataDir, m.chain)}.tmp`], async () => {
-		await writeFile(`${path}.tmp`, `${JSON.stringify(inKeyOrder({ ...m, generation }), null, 1)}\n`);
+		await writeFile(`${path}.tmp`, `${JSON.stringify(inKeyOrder({ ...m, version, generation }), null, 1)}\n`);
 		// Durable before it is in place, and in place (its folder synced) before the caller goes on to
 		// delete what it replaced; the files it lists were synced when written (parquet-writer.ts).
 		await fsyncFile(`${path}.tmp`);
@@ -87,6 +89,7 @@ export async function writeManifest(dataDir: string, m: Manifest): Promise<void>
 	// Counted only once saved: files written for a save that failed keep their (unlisted) names
 	// and are rewritten under the same generation, never a listed one's.
 	m.generation = generation;
+	m.version = version;
 	crashPoint("manifest.saved");
 }
 

@@ -19,7 +19,12 @@ import type { RangeId } from "./layout.js";
  * same bytes.
  */
 export interface Manifest {
-	version: 1;
+	/**
+	 * 2 once an index file is split with cuts (format/key-parts.ts: busy keys' own parts), else 1:
+	 * a chainlake that reads only 1 would pick the wrong part of such a file, so it refuses the
+	 * manifest instead (manifest.ts writeManifest sets it).
+	 */
+	version: 1 | 2;
 	chain: string;
 	chain_number: number;
 	chunks: ChunkEntry[];
@@ -96,12 +101,6 @@ export interface RunEntry extends RangeId {
 	/** Bounds of busy keys' own parts among them (format/key-parts.ts), sorted; absent: none. */
 	cuts?: string[];
 }
-
-/** How index `index`'s file of chunk `c` is split into key-range parts. */
-export const chunkParts = (c: ChunkEntry, index: IndexName): PartLayout => ({
-	parts: c.parts?.[index] ?? 1,
-	cuts: c.cuts?.[index],
-});
 
 /** How run `r`'s file is split into key-range parts. */
 export const runParts = (r: RunEntry): PartLayout => ({ parts: r.parts ?? 1, cuts: r.cuts });

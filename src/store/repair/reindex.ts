@@ -8,7 +8,7 @@ import { DEFERRED, INDEX_NAMES, INDEXES, REPLACED, writtenWith } from "../format
 import { partPaths } from "../format/key-parts.js";
 import { chainDir, partitionPath } from "../format/layout.js";
 import { loadManifest } from "../format/manifest.js";
-import type { LakeSettings, Manifest } from "../format/records.js";
+import { type LakeSettings, type Manifest, setChunkParts } from "../format/records.js";
 import { ranksStep } from "../holdings/holder-ranks.js";
 import { filterPath } from "../indexes/key-filter.js";
 import { isIndexed, runFiles } from "../indexes/listing.js";
@@ -147,6 +147,7 @@ function dropReplaced(dataDir: string, m: Manifest): string[] {
 			const path = partitionPath(dataDir, m.chain, old, c);
 			gone.push(...partPaths(path, c.parts?.[old]), filterPath(path));
 			c.indexes = c.indexes?.filter((i) => i !== old);
+			setChunkParts(c, old, { parts: 1, cuts: [] });
 		}
 		m.runs = (m.runs ?? []).filter((r) => r.index !== old);
 	}
