@@ -11,6 +11,7 @@ import { createStore } from "../../src/query/store/create-store.js";
 import { findTransfers } from "../../src/query/transfers.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { writtenWith } from "../../src/store/format/indexes.js";
+import { partPaths } from "../../src/store/format/key-parts.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import type { ChunkEntry } from "../../src/store/format/records.js";
@@ -25,7 +26,9 @@ import { nodeCall, sendMined } from "../helpers/node-rpc.js";
  * The follower's compaction (one-block head files merged into their partition's file once final)
  * keeps the index files: the merged chunk lists both indexes, and its index files hold exactly
  * the rows derived from its merged dataset files, which are the rows of the one-block chunks'
- * index files it replaces.
+ * index files it replaces. Parts of 4 rows (CHAINLAKE_PART_ROWS): a wallet with more than 2 rows
+ * in a file gets a key-range part of its own (store/format/key-parts.ts), so the follower's
+ * derive, compaction and the reads over them run with cuts.
  */
 const CHAIN = 31337;
 const CHAIN_ID = `eip155-${CHAIN}`;
@@ -49,6 +52,7 @@ async function headAt(n: number) {
 }
 
 beforeAll(async () => {
+	process.env.CHAINLAKE_PART_ROWS = "4";
 	anvil = await startAnvil({ chainId: CHAIN });
 	accounts = (await rpc("eth_accounts", [])) as string[];
 	root = await mkdtemp(join(tmpdir(), "chainlake-compact-idx-"));
@@ -66,6 +70,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+	delete process.env.CHAINLAKE_PART_ROWS;
 	await follower?.stop();
 	db?.closeSync();
 	await anvil?.stop();
@@ -104,13 +109,16 @@ describe("compaction on the follower", () => {
 		const merged = m.chunks.find((c) => c.from === 4) as ChunkEntry;
 		expect([merged.from, merged.to]).toEqual([4, 7]);
 		expect(merged.indexes ?? []).toEqual(expect.arrayContaining(written));
+		// a2 has 3 transfers in blocks 4..7: a part of its own in the merged chunk's wallet_transfers.
+		const busy = (accounts[a2] as string).toLowerCase();
+		expect(merged.cuts?.wallet_transfers).toEqual(expect.arrayContaining([busy, `${busy}0`]));
 
 		for (const [index, [source]] of Object.entries(INDEX_SIDES) as [
 			keyof typeof INDEX_SIDES,
 			readonly ["transfers" | "transactions", string, string],
 		][]) {
-			const file = partitionPath(root, CHAIN_ID, index, merged);
-			expect(existsSync(file), file).toBe(true);
+			const file = partPaths(partitionPath(root, CHAIN_ID, index, merged), merged.parts?.[index]);
+			for (const part of file) expect(existsSync(part), part).toBe(true);
 			// Equal to the rows derived from the merged dataset file...
 			const derived = await indexDiff(db, index, file, [partitionPath(root, CHAIN_ID, source, merged)]);
 			expect(derived, index).toEqual({

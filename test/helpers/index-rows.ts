@@ -36,12 +36,13 @@ const quote = (s: string) => `'${s.replaceAll("'", "''")}'`;
 export async function indexDiff(
 	db: DuckDBInstance,
 	index: keyof typeof INDEX_SIDES,
-	indexFile: string,
+	/** The index file, or every key-range part of it in order (key ranges ascend with the part). */
+	indexFile: string | string[],
 	sourceFiles: string[],
 ) {
 	const [, a, b] = INDEX_SIDES[index];
 	const src = `read_parquet([${sourceFiles.map(quote).join(", ")}])`;
-	const file = `read_parquet(${quote(indexFile)})`;
+	const file = `read_parquet([${[indexFile].flat().map(quote).join(", ")}])`;
 	const row = `${KEPT[index]}json_array(${RECORD_FIELDS[index]})::VARCHAR AS record`;
 	// side: which side the address is ('out' the first, 'in' the second, 'self' both).
 	const expected = `(SELECT ${a} AS address, id, block_number, CASE WHEN ${b} IS NOT NULL AND ${b} = ${a} THEN 'self' ELSE 'out' END AS side, ${row} FROM ${src} WHERE ${a} IS NOT NULL
