@@ -15,8 +15,22 @@ import type { Manifest } from "./records.js";
  * with a TypeError. Unknown fields are kept (looseObject), so a save does not drop them.
  */
 const count = z.number().int().nonnegative();
-/** Bounds (format/key-parts.ts cuts) strictly ascending as text. */
-const ascending = (v: readonly string[]) => v.every((b, i) => i === 0 || (v[i - 1] as string) < b);
+/**
+ * What is wrong with an index file's `cuts` (format/key-parts.ts) beside its `parts`, if anything:
+ * the one rule for a chunk's files and a run's.
+ */
+function cutsProblem(cuts: unknown = [], parts: unknown = 1): string | null {
+	if (!Number.isInteger(parts) || (parts as number) < 1) return "parts must be a positive integer";
+	const bounds = cuts as unknown[];
+	if (
+		!Array.isArray(cuts) ||
+		!bounds.every((b, i) => typeof b === "string" && (i === 0 || (bounds[i - 1] as string) < b))
+	)
+		return "a file's cuts must be distinct and in order";
+	if (cuts.length >= (parts as number))
+		return "an index file has as many cuts as parts or more (cuts bound parts among its parts)";
+	return null;
+}
 const chunkSchema = z
 	.looseObject({
 		from: count,
@@ -26,21 +40,18 @@ const chunkSchema = z
 		rows: z.partialRecord(z.enum(DATASETS as [DatasetName, ...DatasetName[]]), count),
 		indexes: z.array(z.enum(INDEX_NAMES as [IndexName, ...IndexName[]])).optional(),
 		parts: z.partialRecord(z.enum(INDEX_NAMES as [IndexName, ...IndexName[]]), z.number().int().positive()).optional(),
-		cuts: z
-			.partialRecord(
-				z.enum(INDEX_NAMES as [IndexName, ...IndexName[]]),
-				z.array(z.string()).refine(ascending, { error: "a file's cuts must be distinct and in order" }),
-			)
-			.optional(),
+		cuts: z.partialRecord(z.enum(INDEX_NAMES as [IndexName, ...IndexName[]]), z.array(z.string())).optional(),
 		first_parent_hash: z.string(),
 		last_hash: z.string(),
 		gen: count.optional(),
 	})
 	.refine((c) => c.from <= c.to, { error: "a range ends before it starts" })
-	.refine(
-		(c) => Object.entries(c.cuts ?? {}).every(([i, cuts]) => (cuts?.length ?? 0) < (c.parts?.[i as IndexName] ?? 1)),
-		{ error: "an index file has as many cuts as parts or more (cuts bound parts among its parts)" },
-	);
+	.superRefine((c, ctx) => {
+		for (const [i, cuts] of Object.entries(c.cuts ?? {})) {
+			const problem = cutsProblem(cuts, c.parts?.[i as IndexName]);
+			if (problem) ctx.addIssue({ code: "custom", path: ["cuts", i], message: problem });
+		}
+	});
 const ghostSchema = z.looseObject({
 	from: count,
 	to: count,
@@ -90,29 +101,12 @@ function soundChunk(c: unknown): boolean {
 			(typeof e.cuts === "object" &&
 				e.cuts !== null &&
 				Object.entries(e.cuts).every(
-					([k, v]) =>
-						INDEX_SET.has(k) &&
-						Array.isArray(v) &&
-						v.every((b) => typeof b === "string") &&
-						ascending(v) &&
-						v.length < ((e.parts as Record<string, number> | undefined)?.[k] ?? 1),
+					([k, v]) => INDEX_SET.has(k) && cutsProblem(v, (e.parts as Record<string, number> | undefined)?.[k]) === null,
 				))) &&
 		typeof e.first_parent_hash === "string" &&
 		typeof e.last_hash === "string" &&
 		(e.gen === undefined || isCount(e.gen))
 	);
-}
-
-/** What is wrong with a run's `parts` and `cuts`, if anything. */
-function runPartsProblem(r: unknown): string | null {
-	if (typeof r !== "object" || r === null) return "not an object";
-	const { parts = 1, cuts = [] } = r as { parts?: unknown; cuts?: unknown };
-	if (!Number.isInteger(parts) || (parts as number) < 1) return "parts must be a positive integer";
-	if (!Array.isArray(cuts) || !cuts.every((c) => typeof c === "string") || !ascending(cuts))
-		return "a file's cuts must be distinct and in order";
-	if (cuts.length >= (parts as number))
-		return "an index file has as many cuts as parts or more (cuts bound parts among its parts)";
-	return null;
 }
 
 /** The previous generation of a chain's manifest, kept by every save (saveManifest). */
@@ -142,7 +136,8 @@ export function checkManifestText(
 		// A run's split into key-range parts (format/key-parts.ts), which every lookup of it reads.
 		const runs = (json as { runs?: unknown }).runs;
 		for (const [i, r] of (Array.isArray(runs) ? runs : []).entries()) {
-			const problem = runPartsProblem(r);
+			const run = r as { parts?: unknown; cuts?: unknown } | null;
+			const problem = typeof run === "object" && run !== null ? cutsProblem(run.cuts, run.parts) : "not an object";
 			if (problem) issues.push({ code: "custom", input: r, path: ["runs", i], message: problem });
 		}
 	}
