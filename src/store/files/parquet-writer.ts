@@ -14,6 +14,7 @@ import {
 	equalPartOf,
 	meetsPart,
 	ownPartRows,
+	type PartSplit,
 	partCondition,
 	partNumberSql,
 	partPath,
@@ -104,11 +105,8 @@ export interface ParquetWriter {
 }
 
 /** What an index file's write made: its rows, and the key-range parts they went into (key-parts.ts). */
-export interface IndexWrite {
+export interface IndexWrite extends PartSplit {
 	rows: number;
-	parts: number;
-	/** The bounds of busy keys' own parts among them. */
-	cuts: string[];
 }
 
 /** ORDER BY of a dataset's or an index's files. */
@@ -226,7 +224,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 	const writeParts = async (
 		index: IndexName,
 		count: number,
-		layout: { parts: number; cuts: string[] },
+		layout: PartSplit,
 		partRows: (i: number) => string,
 		path: string,
 		written: "parquet.merge.tmp-written" | "parquet.derive.tmp-written",

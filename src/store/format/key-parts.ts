@@ -47,10 +47,16 @@ export function partsFor(rows: number, rowGroupSize: number, groupsPerPart = PAR
 export const ownPartRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
 	Math.floor(partRows(rowGroupSize, groupsPerPart) / 2);
 
+/** How a write split an index file: `parts` files in all, `cuts` the bounds of busy keys' own parts among them (sorted). */
+export interface PartSplit {
+	parts: number;
+	cuts: string[];
+}
+
 /**
- * How an index file is split: `parts` files in all, `cuts` the bounds of busy keys' own parts
- * among them (sorted; absent: none), so `parts - cuts.length` equal-width parts. A bare number is
- * equal-width parts only (every file written before cuts, and the wallet records).
+ * How an index file is split, as readers know it: a PartSplit (cuts absent: none), so
+ * `parts - cuts.length` equal-width parts; a bare number is equal-width parts only (every file
+ * written before cuts, and the wallet records).
  */
 export type PartLayout = number | { parts: number; cuts?: readonly string[] };
 

@@ -1,7 +1,7 @@
 import type { DatasetName } from "../../extract/rows.js";
 import type { TraceFormat } from "../../rpc/types.js";
 import type { IndexName } from "./indexes.js";
-import type { PartLayout } from "./key-parts.js";
+import type { PartLayout, PartSplit } from "./key-parts.js";
 import type { RangeId } from "./layout.js";
 
 /*
@@ -106,7 +106,7 @@ export interface RunEntry extends RangeId {
 export const runParts = (r: RunEntry): PartLayout => ({ parts: r.parts ?? 1, cuts: r.cuts });
 
 /** Records how index `index`'s file of chunk `c` was written (`parts` and `cuts` absent when one, none). */
-export function setChunkParts(c: ChunkEntry, index: IndexName, written: { parts: number; cuts: string[] }): void {
+export function setChunkParts(c: ChunkEntry, index: IndexName, written: PartSplit): void {
 	const { [index]: _parts, ...parts } = c.parts ?? {};
 	const { [index]: _cuts, ...cuts } = c.cuts ?? {};
 	c.parts = written.parts > 1 ? { ...parts, [index]: written.parts } : parts;
@@ -116,7 +116,7 @@ export function setChunkParts(c: ChunkEntry, index: IndexName, written: { parts:
 }
 
 /** Records how run `r`'s file was written. */
-export function setRunParts(r: RunEntry, written: { parts: number; cuts: string[] }): void {
+export function setRunParts(r: RunEntry, written: PartSplit): void {
 	if (written.parts > 1) r.parts = written.parts;
 	else delete r.parts;
 	if (written.cuts.length > 0) r.cuts = written.cuts;

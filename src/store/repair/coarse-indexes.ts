@@ -1,7 +1,7 @@
 import { sqlString as quote } from "../../util/sql-string.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
-import { ownPartRows } from "../format/key-parts.js";
+import { ownPartRows, type PartSplit } from "../format/key-parts.js";
 import { filterPath, loadKeyFilter } from "../indexes/key-filter.js";
 
 /*
@@ -58,12 +58,5 @@ export async function sharesBusyPart(index: IndexName, path: string, cuts: reado
  * types) at `to` in this version's row groups and parts; returns how it is split now. The rows
  * and their order are the same (index files are sorted by their key); `parts` are left as they are.
  */
-export async function regroup(
-	writer: ParquetWriter,
-	index: IndexName,
-	parts: string[],
-	to: string,
-): Promise<{ parts: number; cuts: string[] }> {
-	const { parts: count, cuts } = await writer.mergeIndex(index, parts, to);
-	return { parts: count, cuts };
-}
+export const regroup = (writer: ParquetWriter, index: IndexName, parts: string[], to: string): Promise<PartSplit> =>
+	writer.mergeIndex(index, parts, to);

@@ -7,7 +7,7 @@ import { sqlString as quote } from "../../util/sql-string.js";
 import { saveManifest } from "../delta/save-manifest.js";
 import { indexCopyOptions, orderOf, type ParquetWriter, parquetCopyOptions } from "../files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
-import { partPath } from "../format/key-parts.js";
+import { type PartSplit, partPath } from "../format/key-parts.js";
 import { partitionPath, type RangeId } from "../format/layout.js";
 import { GHOST_DATASET, nextGeneration } from "../format/manifest.js";
 import {
@@ -134,12 +134,9 @@ const ofIndex = (
 type Entry = {
 	files: (to: RangeId) => FileOf[];
 	range: RangeId;
-	commit: (gen: number, parts: Map<IndexName, Split>) => void;
+	commit: (gen: number, parts: Map<IndexName, PartSplit>) => void;
 	what: string;
 };
-
-/** How a regrouped index file is split into key-range parts now (format/key-parts.ts). */
-type Split = { parts: number; cuts: string[] };
 
 function entriesOf(dataDir: string, m: Manifest): Entry[] {
 	const chain = m.chain;
@@ -237,7 +234,7 @@ async function coarseOf(writer: ParquetWriter, files: FileOf[]): Promise<Set<Ind
  * from where they are, or from an upgraded copy where their types are unsigned). Returns how the coarse indexes are split now.
  */
 async function rewriteEntry(writer: ParquetWriter, files: FileOf[], coarse: Set<IndexName>) {
-	const parts = new Map<IndexName, Split>();
+	const parts = new Map<IndexName, PartSplit>();
 	const pending = new Map<IndexName, { to: string; sources: string[]; typed: string[] }>();
 	for (const f of files) {
 		const index = f.index;
