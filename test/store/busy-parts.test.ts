@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
 import type { TransferRow } from "../../src/extract/rows.js";
 import { createParquetWriter, type IndexWrite, type ParquetWriter } from "../../src/store/files/parquet-writer.js";
 import { partOf, partPaths } from "../../src/store/format/key-parts.js";
 import { checkManifestText } from "../../src/store/format/manifest-check.js";
+import { erc20Transfer } from "../helpers/transfer-rows.js";
 
 /**
  * A busy key's own key-range part (src/store/format/key-parts.ts): derive and merge, through the
@@ -24,27 +24,15 @@ const BUSY = `0x${"2a".repeat(20)}`;
 
 /** A chunk's transfers: `busy` of them sent by BUSY, the rest among 4,000 quiet senders. */
 function transfers(firstBlock: number, n: number, busy: number): TransferRow[] {
-	return Array.from({ length: n }, (_, i) => ({
-		id: itemId(firstBlock + Math.floor(i / 100), i % 100, TOKEN_ORDINAL_BASE),
-		block_number: firstBlock + Math.floor(i / 100),
-		block_hash: `0x${"ab".repeat(32)}`,
-		block_timestamp: 1_700_000_000,
-		transaction_index: i % 100,
-		transaction_hash: `0x${(firstBlock * 1000 + i).toString(16).padStart(64, "0")}`,
-		origin: addr(1),
-		asset_type: "ft",
-		token_standard: "erc20",
-		contract: addr(7),
-		sender: i < busy ? BUSY : addr(1 + (i % 4000)),
-		recipient: addr(100_000 + firstBlock * 100 + i),
-		value: String(i + 1),
-		token_id: null,
-		batch_values: null,
-		batch_token_ids: null,
-		operator: null,
-		log_index: i % 100,
-		trace_index: null,
-	}));
+	return Array.from({ length: n }, (_, i) =>
+		erc20Transfer(i, firstBlock, {
+			transactionHash: `0x${(firstBlock * 1000 + i).toString(16).padStart(64, "0")}`,
+			origin: addr(1),
+			contract: addr(7),
+			sender: i < busy ? BUSY : addr(1 + (i % 4000)),
+			recipient: addr(100_000 + firstBlock * 100 + i),
+		}),
+	);
 }
 
 let root: string;

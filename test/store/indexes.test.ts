@@ -4,7 +4,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
 import type { TransferRow } from "../../src/extract/rows.js";
 import { DATASETS } from "../../src/extract/rows.js";
 import { replaceChunks } from "../../src/store/chunks/chunk-store.js";
@@ -18,6 +17,7 @@ import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload, type WorkloadResult } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { INDEX_SIDES, indexDiff } from "../helpers/index-rows.js";
+import { erc20Transfer } from "../helpers/transfer-rows.js";
 
 /**
  * Index files on a real backfill of the anvil workload (partitions of 8 blocks, so many chunks):
@@ -151,27 +151,15 @@ describe("index files of a backfilled chain", () => {
 		// The workload's files are small (one row group each): derive the index of a chunk of 40 000 transfers.
 		const writer = await createParquetWriter();
 		const addr = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
-		const transfers: TransferRow[] = Array.from({ length: 40_000 }, (_, i) => ({
-			id: itemId(1000 + Math.floor(i / 100), i % 100, TOKEN_ORDINAL_BASE),
-			block_number: 1000 + Math.floor(i / 100),
-			block_hash: `0x${"ab".repeat(32)}`,
-			block_timestamp: 1_700_000_000,
-			transaction_index: i % 100,
-			transaction_hash: `0x${i.toString(16).padStart(64, "0")}`,
-			origin: addr(i % 5000),
-			asset_type: "ft",
-			token_standard: "erc20",
-			contract: addr(7),
-			sender: addr(i % 5000),
-			recipient: i % 10 === 0 ? addr(i % 5000) : addr(5000 + (i % 3000)),
-			value: String(i + 1),
-			token_id: null,
-			batch_values: null,
-			batch_token_ids: null,
-			operator: null,
-			log_index: i % 100,
-			trace_index: null,
-		}));
+		const transfers: TransferRow[] = Array.from({ length: 40_000 }, (_, i) =>
+			erc20Transfer(i, 1000, {
+				transactionHash: `0x${i.toString(16).padStart(64, "0")}`,
+				origin: addr(i % 5000),
+				contract: addr(7),
+				sender: addr(i % 5000),
+				recipient: i % 10 === 0 ? addr(i % 5000) : addr(5000 + (i % 3000)),
+			}),
+		);
 		try {
 			const src = join(root, "big", "transfers.parquet");
 			const out = join(root, "big", "wallet_transfers.parquet");
