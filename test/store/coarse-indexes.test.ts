@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStore } from "../../src/query/store/create-store.js";
-import { findWalletTransactions } from "../../src/query/transactions.js";
+import { findTransactionWithLogs, findWalletTransactions } from "../../src/query/transactions.js";
 import { findTransfers } from "../../src/query/transfers.js";
 import { INDEXES } from "../../src/store/format/indexes.js";
 import { partOf, partPaths } from "../../src/store/format/key-parts.js";
@@ -54,6 +54,13 @@ async function answers(addresses: string[]) {
 	} finally {
 		store.close();
 	}
+}
+
+/** After a reindex that left the manifest at `generation`: verify finds nothing, and a second run writes nothing. */
+async function expectCleanAndDone(generation: number) {
+	expect((await verifyChain(root, CHAIN.id)).problems).toEqual([]);
+	await reindexChain(root, CHAIN);
+	expect((await loadManifest(root, CHAIN.id, CHAIN.number)).generation).toBe(generation);
 }
 
 beforeAll(async () => {
@@ -160,10 +167,51 @@ describe("index files in coarser row groups than this version writes", () => {
 				]);
 			}
 			expect(await answers([key])).toBe(answered);
-			expect((await verifyChain(root, CHAIN.id)).problems).toEqual([]);
-			// Nothing left to do: a second run writes nothing.
+			await expectCleanAndDone(after.generation);
+		} finally {
+			delete process.env.CHAINLAKE_PART_ROWS;
+		}
+	}, 180_000);
+
+	it("are rewritten by reindex where a lookup record file's key-range parts hold more rows than this version's", async () => {
+		// Lookup records were written in parts of 65,536 rows (128 groups of 512) before 4,096 (16 of
+		// 256); here the same change at this chain's size: parts of a sixteenth of the largest one.
+		const before = await loadManifest(root, CHAIN.id, CHAIN.number);
+		const old = indexFiles(root, before, "transaction_records");
+		const parts = old.flatMap((f) => partPaths(f.path, f.parts));
+		const counts = await Promise.all(
+			parts.map(async (p) => Number((await select(`SELECT count(*) AS n FROM read_parquet(${q(p)})`))[0]?.n)),
+		);
+		const largest = Math.max(...counts);
+		expect(largest).toBeGreaterThan(64);
+		const hashes = (
+			await select(`SELECT hash FROM read_parquet([${parts.map(q).join(", ")}]) ORDER BY hash(hash) LIMIT 40`)
+		).map((r) => String(r.hash));
+		const lookups = async () => {
+			const store = await createStore(root);
+			try {
+				const out = [];
+				for (const h of hashes) out.push(await findTransactionWithLogs(store.snapshot(CHAIN.id), h));
+				return JSON.stringify(out, (_, v) => (typeof v === "bigint" ? v.toString() : v));
+			} finally {
+				store.close();
+			}
+		};
+		const answered = await lookups();
+		process.env.CHAINLAKE_PART_ROWS = String(Math.floor(largest / 16));
+		try {
 			await reindexChain(root, CHAIN);
-			expect((await loadManifest(root, CHAIN.id, CHAIN.number)).generation).toBe(after.generation);
+			const after = await loadManifest(root, CHAIN.id, CHAIN.number);
+			const now = indexFiles(root, after, "transaction_records");
+			// The largest part's file split into more parts, under a new name; every key where partOf says.
+			expect(Math.max(...now.map((f) => f.parts))).toBeGreaterThan(Math.max(...old.map((f) => f.parts)));
+			for (const f of now.filter((f) => !old.some((o) => o.path === f.path))) {
+				for (const [i, part] of partPaths(f.path, f.parts).entries())
+					for (const r of await select(`SELECT hash FROM read_parquet(${q(part)})`))
+						expect(partOf(String(r.hash), f)).toBe(i);
+			}
+			expect(await lookups()).toBe(answered);
+			await expectCleanAndDone(after.generation);
 		} finally {
 			delete process.env.CHAINLAKE_PART_ROWS;
 		}

@@ -123,7 +123,7 @@ describe("lookup records", () => {
 			expect(c.indexes).not.toContain("transactions_by_hash");
 			expect(c.indexes).not.toContain("blocks_by_hash");
 		}
-		// Two columns, zstd, row groups of at most INDEXES' 512 rows (written by small-groups.ts,
+		// Two columns, zstd, row groups of at most INDEXES' 256 rows (written by small-groups.ts,
 		// below DuckDB's 2,048), min/max statistics on the hash.
 		const views = await openViews(fresh, CHAIN);
 		try {

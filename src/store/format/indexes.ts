@@ -98,6 +98,9 @@ const DELTAS_DOC =
  * 4,096 took 5.2-5.7. Key-range parts (key-parts.ts) keep each file at about 32 groups.
  */
 export const BY_ADDRESS_ROW_GROUP_SIZE = 2_048;
+/** The lookup records' row groups, and how many of them a key-range part holds (see transaction_records). */
+const RECORD_ROW_GROUP_SIZE = 256;
+const RECORD_PART_ROW_GROUPS = 16;
 /** What the by-address indexes were before records: whole rows in groups of 4,096 (+13% bytes over 16,384). */
 const BY_ADDRESS_ROWS_GROUP_SIZE = 4_096;
 
@@ -185,8 +188,10 @@ export const INDEXES = {
 	},
 	// Lookup records (lookup-records.ts): a lookup by hash reads two columns of one small row
 	// group of one file (chosen by the run's key filter), a transaction's logs included. Groups
-	// of 512 rows (small-groups.ts: 1.29 ms a lookup against 3.7 in DuckDB's 2,048), 128 of them
-	// a key-range part: the files are as many as with DuckDB's groups.
+	// of 256 rows (small-groups.ts: DuckDB decompresses the whole group of the record column,
+	// 0.7 MB of JSON in 512), 16 of them a key-range part (DuckDB spends about 3 µs on each row
+	// group of a file it opens, all pruned or not): a lookup in M's records 1.20 → 0.84 ms against
+	// groups of 512 in parts of 128, for 1.4% more bytes (BENCHMARKS.md "fourteenth figures").
 	// zstd, as every file: on M's newest chunk (1M transactions with their logs) lz4_raw took
 	// 950 MB against zstd's 462 (a lookup 1.8-2.2 ms against 3.8-3.9 in 17 key-range files of
 	// 32 row groups): records must replace the full-row copy's bytes, not double them
@@ -197,9 +202,9 @@ export const INDEXES = {
 		select: transactionRecordsSql,
 		sortKey: "hash",
 		key: "hash",
-		rowGroupSize: 512,
+		rowGroupSize: RECORD_ROW_GROUP_SIZE,
 		smallGroups: true,
-		partRowGroups: 128,
+		partRowGroups: RECORD_PART_ROW_GROUPS,
 		columns: RECORD_COLUMNS,
 		doc: "every transaction (`hash`) with its record: its fields and its logs' as one JSON array (`record`; field order in the code's lookup-records.ts), sorted by hash, in small row groups: `/txs/{hash}` reads one",
 	},
@@ -208,9 +213,9 @@ export const INDEXES = {
 		select: blockRecordsSql,
 		sortKey: "hash",
 		key: "hash",
-		rowGroupSize: 512,
+		rowGroupSize: RECORD_ROW_GROUP_SIZE,
 		smallGroups: true,
-		partRowGroups: 128,
+		partRowGroups: RECORD_PART_ROW_GROUPS,
 		columns: RECORD_COLUMNS,
 		doc: "every block (`hash`) with its record: its fields as one JSON array (`record`), sorted by hash, in small row groups: `/blocks/{hash}` reads one",
 	},
