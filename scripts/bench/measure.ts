@@ -1,4 +1,5 @@
 import { readdirSync, statSync } from "node:fs";
+import { Agent, get } from "node:http";
 import { join } from "node:path";
 
 /** Latency samples: `n` timed calls after `warmup` untimed ones, summarised as p50/p90/p99 in ms. */
@@ -42,4 +43,28 @@ export function folderBytes(dir: string): number {
 		bytes += e.isDirectory() ? folderBytes(p) : statSync(p).size;
 	}
 	return bytes;
+}
+
+/**
+ * A GET client over one kept-alive socket (node:http): the HTTP figures' client. `fetch` (undici)
+ * costs 0.3-0.5 ms more a request on this machine than node:http on the same service (measured
+ * side by side, BENCHMARKS.md "fourteenth figures"); PostgreSQL's figures go through its own
+ * client over one kept connection, so each side is timed through a lean client of its own.
+ */
+export function keepAliveClient(headers: Record<string, string>) {
+	const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+	return {
+		get: (url: string) =>
+			new Promise<{ status: number; serverTiming: string | null }>((resolve, reject) => {
+				get(url, { agent, headers }, (res) => {
+					res.on("data", () => {});
+					res.on("end", () => {
+						const t = res.headers["server-timing"];
+						resolve({ status: res.statusCode ?? 0, serverTiming: typeof t === "string" ? t : null });
+					});
+					res.on("error", reject);
+				}).on("error", reject);
+			}),
+		close: () => agent.destroy(),
+	};
 }

@@ -57,7 +57,7 @@ async function answers(addresses: string[]) {
 }
 
 /** After a reindex that left the manifest at `generation`: verify finds nothing, and a second run writes nothing. */
-async function expectCleanAndDone(generation: number) {
+async function expectCleanAndDone(generation: number | undefined) {
 	expect((await verifyChain(root, CHAIN.id)).problems).toEqual([]);
 	await reindexChain(root, CHAIN);
 	expect((await loadManifest(root, CHAIN.id, CHAIN.number)).generation).toBe(generation);
