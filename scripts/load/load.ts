@@ -10,6 +10,8 @@ export interface LoadOptions {
 	paths: string[];
 	connections: number;
 	seconds: number;
+	/** Stop after this many requests instead (autocannon's `amount`). */
+	requests?: number;
 	/** The service's process, for its memory. */
 	pid: number;
 }
@@ -59,6 +61,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
 			url: o.base,
 			connections: o.connections,
 			duration: o.seconds,
+			...(o.requests !== undefined ? { amount: o.requests } : {}),
 			headers: { authorization: `Bearer ${o.key}` },
 			// Each request picks its path at random (seeded, so runs are comparable): autocannon
 			// walks a request list in lockstep on every connection, which would send all clients

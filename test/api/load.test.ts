@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServiceProcess, startService } from "../../scripts/bench/server.js";
 import { type LoadResult, runLoad } from "../../scripts/load/load.js";
 import { mixedPaths } from "../../scripts/load/requests.js";
+import { DEFAULT_TIMEOUTS } from "../../src/api/server-timeouts.js";
 import type { Scale } from "../../src/synth/scales.js";
 import { writeSynthChain } from "../../src/synth/synth.js";
 import { computeTargets } from "../../src/synth/targets.js";
@@ -87,4 +88,23 @@ describe(`${CLIENTS} concurrent clients on the mixed workload`, () => {
 		expect(result.latencyMs.max).toBeLessThan(15_000);
 		expect(Math.max(...result.rssSamples)).toBeLessThan(1.5 * 2 ** 30);
 	});
+});
+
+describe("a connection past the service's requests per socket", () => {
+	it("is reconnected by the load, as clients do, so no answer is a 503", async () => {
+		// The service answers a socket's requests past maxRequestsPerSocket with 503 and Connection:
+		// close; autocannon alone kept the socket and counted every later answer as a 503.
+		const cap = DEFAULT_TIMEOUTS.maxRequestsPerSocket;
+		const r = await runLoad({
+			base: service.base,
+			key: KEY,
+			paths: [`/${CHAIN.id}/v1/blocks/latest`],
+			connections: 1,
+			seconds: 60,
+			requests: Math.round(2.5 * cap),
+			pid: service.pid,
+		});
+		expect(r.requests).toBeGreaterThan(2 * cap);
+		expect(r.statuses).toEqual({ "200": r.requests });
+	}, 90_000);
 });
