@@ -191,7 +191,7 @@ export const INDEXES = {
 	// of 256 rows (small-groups.ts: DuckDB decompresses the whole group of the record column,
 	// 0.7 MB of JSON in 512), 16 of them a key-range part (DuckDB spends about 3 µs on each row
 	// group of a file it opens, all pruned or not): a lookup in M's records 1.20 → 0.84 ms against
-	// groups of 512 in parts of 128, for 1.4% more bytes (BENCHMARKS.md "fourteenth figures").
+	// groups of 512 in parts of 128, for 1-2% more bytes (BENCHMARKS.md "fourteenth figures").
 	// zstd, as every file: on M's newest chunk (1M transactions with their logs) lz4_raw took
 	// 950 MB against zstd's 462 (a lookup 1.8-2.2 ms against 3.8-3.9 in 17 key-range files of
 	// 32 row groups): records must replace the full-row copy's bytes, not double them
