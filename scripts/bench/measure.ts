@@ -47,7 +47,7 @@ export function folderBytes(dir: string): number {
 
 /**
  * A GET client over one kept-alive socket (node:http): the HTTP figures' client. `fetch` (undici)
- * costs 0.3-0.5 ms more a request on this machine than node:http on the same service (measured
+ * costs 0.1-0.8 ms more a request on this machine than node:http on the same service (measured
  * side by side, BENCHMARKS.md "fourteenth figures"); PostgreSQL's figures go through its own
  * client over one kept connection, so each side is timed through a lean client of its own.
  */
