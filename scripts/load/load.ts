@@ -10,7 +10,7 @@ export interface LoadOptions {
 	paths: string[];
 	connections: number;
 	seconds: number;
-	/** Stop after this many requests instead (autocannon's `amount`). */
+	/** Stop after this many requests instead (autocannon's `amount`: `seconds` is then ignored). */
 	requests?: number;
 	/** The service's process, for its memory. */
 	pid: number;
@@ -69,10 +69,11 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
 			requests: [{ method: "GET", setupRequest: (req) => ({ ...req, path: o.paths[next() % o.paths.length] }) }],
 			// A request still unanswered after this counts as a timeout: "bounded latency".
 			timeout: 60,
-			// The service answers a socket's requests past maxRequestsPerSocket with 503 and
-			// Connection: close; clients (fetch, HAProxy) then reconnect, autocannon does not: it
-			// would count every later answer on that socket as a 503 (a fast run hit it at 16,000
-			// requests from 16 connections). So reconnect as a client does, at the cap.
+			// The service's last answer on a socket (maxRequestsPerSocket) says Connection: close and
+			// later requests on it get 503; clients (fetch, HAProxy) reconnect, autocannon does not:
+			// it would count every later answer on that socket as a 503 (a fast run hit it at 16,000
+			// requests from 16 connections). So reconnect as a client does, at the cap. (autocannon
+			// leaves the answer it reconnects after out of its counts: one in 1,000.)
 			reconnectRate: DEFAULT_TIMEOUTS.maxRequestsPerSocket,
 		});
 		const statuses: Record<string, number> = {};

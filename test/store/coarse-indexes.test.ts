@@ -6,13 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStore } from "../../src/query/store/create-store.js";
 import { findTransactionWithLogs, findWalletTransactions } from "../../src/query/transactions.js";
 import { findTransfers } from "../../src/query/transfers.js";
+import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
+import { writeSmallGroups } from "../../src/store/files/small-groups.js";
 import { INDEXES } from "../../src/store/format/indexes.js";
 import { partOf, partPaths } from "../../src/store/format/key-parts.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import type { Manifest } from "../../src/store/format/records.js";
 import { filterPath, loadKeyFilter } from "../../src/store/indexes/key-filter.js";
 import { indexFiles, listedPaths } from "../../src/store/indexes/listing.js";
-import { sharesBusyPart } from "../../src/store/repair/coarse-indexes.js";
+import { isCoarse, sharesBusyPart } from "../../src/store/repair/coarse-indexes.js";
 import { reindexChain } from "../../src/store/repair/reindex.js";
 import { verifyChain } from "../../src/store/repair/verify.js";
 import type { Scale } from "../../src/synth/scales.js";
@@ -173,17 +175,29 @@ describe("index files in coarser row groups than this version writes", () => {
 		}
 	}, 180_000);
 
-	it("are rewritten by reindex where a lookup record file's key-range parts hold more rows than this version's", async () => {
-		// Lookup records were written in parts of 65,536 rows (128 groups of 512) before 4,096 (16 of
-		// 256); here the same change at this chain's size: parts of a sixteenth of the largest one.
+	it("are rewritten by reindex where lookup record files have larger groups than this version's (written before 256 rows a group)", async () => {
+		// As the previous version wrote them: each transaction record part rewritten by the same
+		// small-groups writer in groups of 512 rows, same rows, same order, same name.
 		const before = await loadManifest(root, CHAIN.id, CHAIN.number);
 		const old = indexFiles(root, before, "transaction_records");
 		const parts = old.flatMap((f) => partPaths(f.path, f.parts));
-		const counts = await Promise.all(
-			parts.map(async (p) => Number((await select(`SELECT count(*) AS n FROM read_parquet(${q(p)})`))[0]?.n)),
-		);
-		const largest = Math.max(...counts);
-		expect(largest).toBeGreaterThan(64);
+		const conn = await db.connect();
+		try {
+			for (const part of parts)
+				await writeSmallGroups(conn, `SELECT * FROM read_parquet(${q(part)}) ORDER BY hash`, part, 512);
+		} finally {
+			conn.closeSync();
+		}
+		// The fixture is only a fixture if some group is past today's size, and isCoarse says so.
+		const groups = await Promise.all(parts.map(largestGroup));
+		expect(Math.max(...groups)).toBeGreaterThan(INDEXES.transaction_records.rowGroupSize);
+		const coarse = old.find((f) => Math.max(...groups) === groups[parts.indexOf(f.path)]) as (typeof old)[number];
+		const writer = await createParquetWriter();
+		try {
+			expect(await isCoarse(writer, "transaction_records", coarse.path)).toBe(true);
+		} finally {
+			writer.close();
+		}
 		const hashes = (
 			await select(`SELECT hash FROM read_parquet([${parts.map(q).join(", ")}]) ORDER BY hash(hash) LIMIT 40`)
 		).map((r) => String(r.hash));
@@ -198,17 +212,20 @@ describe("index files in coarser row groups than this version writes", () => {
 			}
 		};
 		const answered = await lookups();
-		process.env.CHAINLAKE_PART_ROWS = String(Math.floor(largest / 16));
+		// Parts of 64 rows, so the regrouped files split anew into key-range parts too.
+		process.env.CHAINLAKE_PART_ROWS = "64";
 		try {
 			await reindexChain(root, CHAIN);
 			const after = await loadManifest(root, CHAIN.id, CHAIN.number);
 			const now = indexFiles(root, after, "transaction_records");
-			// The largest part's file split into more parts, under a new name; every key where partOf says.
-			expect(Math.max(...now.map((f) => f.parts))).toBeGreaterThan(Math.max(...old.map((f) => f.parts)));
-			for (const f of now.filter((f) => !old.some((o) => o.path === f.path))) {
-				for (const [i, part] of partPaths(f.path, f.parts).entries())
+			expect(Math.max(...now.map((f) => f.parts))).toBeGreaterThan(1);
+			for (const f of now) {
+				expect(old.map((o) => o.path)).not.toContain(f.path);
+				for (const [i, part] of partPaths(f.path, f.parts).entries()) {
+					expect(await largestGroup(part)).toBeLessThanOrEqual(INDEXES.transaction_records.rowGroupSize);
 					for (const r of await select(`SELECT hash FROM read_parquet(${q(part)})`))
 						expect(partOf(String(r.hash), f)).toBe(i);
+				}
 			}
 			expect(await lookups()).toBe(answered);
 			await expectCleanAndDone(after.generation);

@@ -29,7 +29,7 @@ export const PART_ROW_GROUPS = 32;
 export const MAX_PARTS = 4096;
 
 /** The rows a part holds: `groupsPerPart` row groups, or CHAINLAKE_PART_ROWS (tests: many parts from a small chain). */
-export const partRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
+const partRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
 	Number(process.env.CHAINLAKE_PART_ROWS) || rowGroupSize * groupsPerPart;
 
 /**

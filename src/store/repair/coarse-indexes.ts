@@ -1,40 +1,38 @@
 import { sqlString as quote } from "../../util/sql-string.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
-import { MAX_PARTS, ownPartRows, type PartSplit, partRows } from "../format/key-parts.js";
+import { ownPartRows, type PartSplit } from "../format/key-parts.js";
 import { filterPath, loadKeyFilter } from "../indexes/key-filter.js";
 
 /*
- * Index files written in larger row groups or key-range parts than this version writes (the
- * by-address indexes had 16,384 rows a group before issue 26 measured 4,096 twice as fast for a
- * wallet lookup; the lookup records, parts of 128 groups of 512 rows before 16 of 256), or with
+ * Index files written in larger row groups than this version writes (the by-address indexes had
+ * 16,384 rows a group before issue 26 measured 4,096 twice as fast for a wallet lookup; the lookup
+ * records 512 before 256), or with
  * a busy key in a key-range part shared with other keys (written before busy keys had parts of
  * their own: key-parts.ts). They read correctly, only slower; `npm run reindex` rewrites them with
  * the other format upgrades (upgrade-types.ts: the whole manifest entry under its next
  * generation, names never reused), in this version's row groups and key-range parts.
  */
 
-/** A file's largest row group, and its rows. */
-async function rowGroupsOf(writer: ParquetWriter, path: string): Promise<{ largest: number; rows: number }> {
+/** The largest row group of a file. */
+async function largestRowGroup(writer: ParquetWriter, path: string): Promise<number> {
 	const [row] = await writer.select(
-		`SELECT max(n)::BIGINT AS largest, sum(n)::BIGINT AS rows FROM (SELECT DISTINCT row_group_id, row_group_num_rows AS n FROM parquet_metadata(${quote(path)}))`,
+		`SELECT max(row_group_num_rows)::BIGINT AS n FROM parquet_metadata(${quote(path)})`,
 	);
-	return { largest: Number(row?.largest ?? 0), rows: Number(row?.rows ?? 0) };
+	return Number(row?.n ?? 0);
 }
 
 /**
- * Whether an index file (its first key-range part, `parts` of them, stands for all: one write
- * made them) has coarser row groups or parts than `index` is written in now. DuckDB's
- * ROW_GROUP_SIZE is a target, not a cap: a short tail joins the group before it (5,606 rows at a
- * target of 4,096 make one group), so only groups past twice the target are another version's;
- * a part of more than four times the rows a part holds now is too (the lookup records' parts
- * were 65,536 rows before they were 4,096), unless the file already has as many parts as any has.
+ * Whether an index file (its first key-range part stands for all: one write made them) has
+ * coarser row groups than `index` is written in now. DuckDB's ROW_GROUP_SIZE is a target, not a
+ * cap: a short tail joins the group before it (5,606 rows at a target of 4,096 make one group),
+ * so only groups past twice the target are another version's; the small-groups writer caps its
+ * groups exactly, so any larger group is (the lookup records were 512 rows a group, 128 a part,
+ * before 256 and 16: regrouped, they are split into today's parts too).
  */
-export async function isCoarse(writer: ParquetWriter, index: IndexName, path: string, parts: number): Promise<boolean> {
+export async function isCoarse(writer: ParquetWriter, index: IndexName, path: string): Promise<boolean> {
 	const def: IndexDef = INDEXES[index];
-	const { largest, rows } = await rowGroupsOf(writer, path);
-	if (largest > 2 * def.rowGroupSize) return true;
-	return parts < MAX_PARTS && rows > 4 * partRows(def.rowGroupSize, def.partRowGroups);
+	return (await largestRowGroup(writer, path)) > (def.smallGroups ? 1 : 2) * def.rowGroupSize;
 }
 
 /**

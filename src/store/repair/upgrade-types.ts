@@ -222,10 +222,7 @@ async function coarseOf(writer: ParquetWriter, files: FileOf[]): Promise<Set<Ind
 	for (const f of files) {
 		const index = f.index;
 		if (index?.part !== 0 || (INDEXES[index.name] as IndexDef).replacedBy) continue;
-		if (
-			(await isCoarse(writer, index.name, f.from, index.parts)) ||
-			(await sharesBusyPart(index.name, f.from, index.cuts))
-		)
+		if ((await isCoarse(writer, index.name, f.from)) || (await sharesBusyPart(index.name, f.from, index.cuts)))
 			out.add(index.name);
 	}
 	return out;
