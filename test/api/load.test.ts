@@ -92,8 +92,8 @@ describe(`${CLIENTS} concurrent clients on the mixed workload`, () => {
 
 describe("a connection past the service's requests per socket", () => {
 	it("is reconnected by the load, as clients do, so no answer is a 503", async () => {
-		// The service answers a socket's requests past maxRequestsPerSocket with 503 and Connection:
-		// close; autocannon alone kept the socket and counted every later answer as a 503.
+		// The service's last answer on a socket (maxRequestsPerSocket) says Connection: close and
+		// later requests on it get 503; autocannon alone kept the socket and counted them.
 		const cap = DEFAULT_TIMEOUTS.maxRequestsPerSocket;
 		const r = await runLoad({
 			base: service.base,
