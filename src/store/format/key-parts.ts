@@ -66,6 +66,9 @@ export const partBound = (i: number, parts: number): string =>
 		.toString(16)
 		.padStart(4, "0")}`;
 
+/** Keys and bounds compared as text, as partCondition's SQL compares them (not localeCompare). */
+const textOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 const partsOf = (layout: PartLayout): number => (typeof layout === "number" ? layout : layout.parts);
 const cutsOf = (layout: PartLayout): readonly string[] => (typeof layout === "number" ? [] : (layout.cuts ?? []));
 
@@ -73,7 +76,7 @@ const cutsOf = (layout: PartLayout): readonly string[] => (typeof layout === "nu
 export function cutsFor(busy: readonly string[], equal: number): string[] {
 	const taken = new Set(Array.from({ length: equal - 1 }, (_, i) => partBound(i + 1, equal)));
 	const cuts = new Set(busy.flatMap((k) => [k, `${k}0`]).filter((c) => !taken.has(c)));
-	return [...cuts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+	return [...cuts].sort(textOrder);
 }
 
 // Bounds are asked on every lookup: kept per count (equal-width) and per cuts list (the manifest's,
@@ -93,7 +96,7 @@ export function partBounds(layout: PartLayout): readonly string[] {
 	if (cuts.length === 0) return bounds;
 	const known = cutBounds.get(cuts);
 	if (known?.equal === equal) return known.bounds;
-	const merged = [...bounds, ...cuts].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+	const merged = [...bounds, ...cuts].sort(textOrder);
 	cutBounds.set(cuts, { equal, bounds: merged });
 	return merged;
 }
