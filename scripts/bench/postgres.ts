@@ -14,11 +14,14 @@ import { SCHEMAS } from "../../src/store/format/schema.js";
  * keeps for these endpoints. Durability is switched off for the load and the run (fsync,
  * full_page_writes, synchronous_commit), as our own Parquet writes do not fsync either.
  */
-export const PG_TABLES: readonly DatasetName[] = ["blocks", "transactions", "transfers", "contract_creations"];
+export const PG_TABLES: readonly DatasetName[] = ["blocks", "transactions", "logs", "transfers", "contract_creations"];
 
 const INDEXES: Record<string, string[]> = {
 	blocks: ["PRIMARY KEY (number)", "hash"],
 	transactions: ["PRIMARY KEY (id)", "transaction_hash", "from_address, id", "to_address, id"],
+	// A transaction's logs, as /txs/{hash} answers them. Only that index: the event routes are not
+	// compared, and what an explorer keeps for them (by contract, by topic) would only make it bigger.
+	logs: ["transaction_hash"],
 	transfers: ["PRIMARY KEY (id)", "sender, id", "recipient, id", "contract, id"],
 	contract_creations: ["PRIMARY KEY (id)", "caller, id"],
 };
@@ -115,7 +118,6 @@ export async function startPostgres(port: number): Promise<PgServer> {
 					const schema = SCHEMAS[table] as Record<string, readonly [string, string]>;
 					const columns = Object.entries(schema);
 					await client.query(`CREATE TABLE ${table} (${columns.map(([c, [t]]) => `"${c}" ${pgType(t)}`).join(", ")})`);
-					const files = listedFiles(dataDir, m, table).map((f) => `'${f}'`);
 					const csv = join(csvDir, `${table}.csv`);
 					// Lists and structs are written as Postgres array / JSON literals.
 					const select = columns.map(([c, [t]]) =>
@@ -125,12 +127,16 @@ export async function startPostgres(port: number): Promise<PgServer> {
 								? `to_json("${c}")::VARCHAR AS "${c}"`
 								: `"${c}"`,
 					);
-					await conn.run(
-						`COPY (SELECT ${select.join(", ")} FROM read_parquet([${files.join(", ")}])) TO '${csv}' (FORMAT csv, HEADER)`,
-					);
-					chmodSync(csv, 0o644);
-					await client.query(`COPY ${table} FROM '${csv}' (FORMAT csv, HEADER)`);
-					rmSync(csv);
+					// One file's rows at a time: the CSV beside the growing table stays one file's size
+					// (a whole table's CSV was gigabytes more on a disk PostgreSQL already fills).
+					for (const file of listedFiles(dataDir, m, table)) {
+						await conn.run(
+							`COPY (SELECT ${select.join(", ")} FROM read_parquet('${file}')) TO '${csv}' (FORMAT csv, HEADER)`,
+						);
+						chmodSync(csv, 0o644);
+						await client.query(`COPY ${table} FROM '${csv}' (FORMAT csv, HEADER)`);
+						rmSync(csv);
+					}
 					for (const index of INDEXES[table] ?? []) {
 						await client.query(
 							index.startsWith("PRIMARY") ? `ALTER TABLE ${table} ADD ${index}` : `CREATE INDEX ON ${table} (${index})`,
