@@ -113,6 +113,9 @@ const duck: Record<string, Latency> = {};
 // run asks at 453 req/s over 20 s, so each is asked about once).
 const randomPaths = randomKeyPaths(await sampleKeys(dataDir, chain.id, 5000));
 
+/** Calls of one client in a row, per case, before the next client's (measureHttp). */
+const RUN = 10;
+
 // 3. PostgreSQL with the same rows, loaded before the HTTP figures: each case is then timed over
 // HTTP and in PostgreSQL in alternating runs, so their ratio is taken in one sitting (this machine's
 // speed drifts over a run: the app's 404, no query at all, measured 0.94 ms in one run and 1.74
@@ -140,9 +143,6 @@ try {
 } finally {
 	pgServer?.stop();
 }
-
-/** Calls of one client in a row, per case, before the next client's (measureHttp). */
-const RUN = 10;
 
 /** Every case over HTTP, alternating with PostgreSQL's answer (if loaded), then the two loads. */
 async function measureHttp(): Promise<void> {
