@@ -40,12 +40,20 @@ function matches(header: string | undefined, etag: string): boolean {
 	return header.split(",").some((t) => bare(t) === bare(etag));
 }
 
-/** Registers the hooks on the data routes (GET /{chain}/v1/..., not the SQL endpoint). */
+/**
+ * Whether `route` answers from the chain's files alone, so that its answer changes only with the
+ * manifest: every GET of /{chain}/v1/ but the SQL endpoint (a POST, and its own limits) and the
+ * webhooks, whose answers change with the hooks' files and their deliveries (a browser polling
+ * a hook's delivery state sends its ETag by itself, and got 304 for a stale state).
+ */
+const answersFromFiles = (route: string) =>
+	route.includes("/:chain_id/v1/") && !route.endsWith("/sql") && !route.includes("/:chain_id/v1/hooks");
+
+/** Registers the hooks on the data routes (answersFromFiles). */
 export function httpCache(app: FastifyInstance, ctx: ApiContext) {
 	app.addHook("preHandler", async (req, reply) => {
 		const route = req.routeOptions.url ?? "";
-		if ((req.method !== "GET" && req.method !== "HEAD") || !route.includes("/:chain_id/v1/") || route.endsWith("/sql"))
-			return;
+		if ((req.method !== "GET" && req.method !== "HEAD") || !answersFromFiles(route)) return;
 		const chain = (req.params as { chain_id?: string }).chain_id;
 		const state = chain ? ctx.store.state(chain) : null;
 		if (!state) return;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllowHosts } from "../../src/api/hooks/destinations.js";
 import { saveManifest } from "../../src/store/delta/save-manifest.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import { openViews } from "../helpers/anvil-chain.js";
@@ -14,7 +15,8 @@ let txs: { hash: string; block: number }[];
 let tip: number;
 
 beforeAll(async () => {
-	api = await startApiOnWorkload();
+	// Webhooks to loopback allowed: the hooks routes' answers are checked below (no delivery is made).
+	api = await startApiOnWorkload({ app: { hookPolicy: parseAllowHosts("127.0.0.1") } });
 	const views = await openViews(api.dataDir, 31337);
 	try {
 		txs = (await views.rows("SELECT transaction_hash AS h, block_number AS b FROM transactions ORDER BY id")).map(
@@ -101,5 +103,33 @@ describe("HTTP caching", () => {
 		const tag = (await get(`/txs/${old.hash}`)).headers.etag as string;
 		const anonymous = await api.app.inject({ url: url(`/txs/${old.hash}`), headers: { "if-none-match": tag } });
 		expect(anonymous.statusCode).toBe(401);
+	});
+
+	it("never caches the webhooks' answers: they change with the hooks and their deliveries, not with the chain's files", async () => {
+		const list = await get("/hooks");
+		expect(list.statusCode).toBe(200);
+		expect(list.headers.etag).toBeUndefined();
+		expect(list.headers["cache-control"]).toBe("no-store");
+		const made = await api.app.inject({
+			method: "POST",
+			url: url("/hooks"),
+			headers: { ...AUTH, "content-type": "application/json" },
+			payload: {
+				path: url(`/address/${api.work.accounts.alice}/txs`),
+				url: "http://127.0.0.1:9/in",
+				secret: "a-secret-of-24-characters",
+			},
+		});
+		expect(made.statusCode, made.body).toBe(201);
+		const id = made.json().id as string;
+		// A client holding the first list (a browser sends its tag by itself) gets the new one, not a 304.
+		const again = await get("/hooks", { "if-none-match": 'W/"0-x", *' });
+		expect(again.statusCode).toBe(200);
+		expect(again.json().items.map((h: { id: string }) => h.id)).toContain(id);
+		const one = await get(`/hooks/${id}`, { "if-none-match": "*" });
+		expect(one.statusCode).toBe(200);
+		expect(one.headers.etag).toBeUndefined();
+		expect(one.headers["cache-control"]).toBe("no-store");
+		expect((await api.app.inject({ method: "DELETE", url: url(`/hooks/${id}`), headers: AUTH })).statusCode).toBe(204);
 	});
 });
