@@ -192,10 +192,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	// ETag, If-None-Match and Cache-Control on the data routes (after the key check above).
 	httpCache(app, ctx);
 
-	// The answer's DuckDB time (context.ts queryMsOf), where it read a chain's data.
+	// The answer's DuckDB time (context.ts queryMsOf), where it read a chain's data (a 304 read none:
+	// the HTTP cache's check opened the chain's snapshot, and answered from the ETag).
 	app.addHook("onSend", async (req, reply, payload) => {
 		const ms = queryMsOf(req);
-		if (ms !== undefined) reply.header("Server-Timing", `duckdb;dur=${ms.toFixed(2)}`);
+		if (ms !== undefined && reply.statusCode !== 304) reply.header("Server-Timing", `duckdb;dur=${ms.toFixed(2)}`);
 		return payload;
 	});
 

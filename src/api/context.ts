@@ -39,10 +39,18 @@ export function servedChain(ctx: ApiContext, chain: string): string {
 /** The snapshots each request opened, for its Server-Timing (queryMsOf). */
 const opened = new WeakMap<FastifyRequest, Snapshot[]>();
 
-/** The served chain (`req.params.chain_id`)'s data for one request: a snapshot, so all its queries see one file set. */
+/**
+ * The served chain (`req.params.chain_id`)'s data for one request: a snapshot, so all its queries
+ * see one file set. Opened once a request (the HTTP cache's check opens it before the route does:
+ * one look at the manifest a request, and its ETag names the generation the answer reads).
+ */
 export function openChain(ctx: ApiContext, req: FastifyRequest): Snapshot {
-	const db = ctx.store.snapshot(servedChain(ctx, (req.params as { chain_id: string }).chain_id));
-	opened.set(req, [...(opened.get(req) ?? []), db]);
+	const chain = servedChain(ctx, (req.params as { chain_id: string }).chain_id);
+	const dbs = opened.get(req) ?? [];
+	const open = dbs.find((db) => db.chain === chain);
+	if (open) return open;
+	const db = ctx.store.snapshot(chain);
+	opened.set(req, [...dbs, db]);
 	return db;
 }
 

@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyReply } from "fastify";
-import type { ApiContext } from "./context.js";
+import { DamagedDataError } from "../query/damaged-data-error.js";
+import type { Manifest } from "../store/format/records.js";
+import { type ApiContext, openChain } from "./context.js";
 
 /**
  * HTTP caching of data answers. An answer depends only on the request (path, query string, the
@@ -55,8 +57,18 @@ export function httpCache(app: FastifyInstance, ctx: ApiContext) {
 		const route = req.routeOptions.url ?? "";
 		if ((req.method !== "GET" && req.method !== "HEAD") || !answersFromFiles(route)) return;
 		const chain = (req.params as { chain_id?: string }).chain_id;
-		const state = chain ? ctx.store.state(chain) : null;
-		if (!state) return;
+		if (!chain || !ctx.store.serves(chain)) return;
+		// The snapshot the route then reads (openChain keeps it for the request). A damaged manifest
+		// is left to the route, which answers 503 MANIFEST_DAMAGED as it would without caching.
+		let manifest: Manifest | null;
+		try {
+			manifest = openChain(ctx, req).manifest();
+		} catch (err) {
+			if (err instanceof DamagedDataError) return;
+			throw err;
+		}
+		if (!manifest) return;
+		const state = ctx.store.stateOf(manifest);
 		const what = createHash("sha256")
 			.update(`${req.url}\n${req.headers.accept ?? ""}`)
 			.digest("base64url")

@@ -1,6 +1,9 @@
+import fs, { type PathLike } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllowHosts } from "../../src/api/hooks/destinations.js";
 import { saveManifest } from "../../src/store/delta/save-manifest.js";
+import { manifestPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import { openViews } from "../helpers/anvil-chain.js";
 import { type ApiFixture, AUTH, startApiOnWorkload } from "../helpers/api.js";
@@ -56,6 +59,8 @@ describe("HTTP caching", () => {
 		expect(again.statusCode).toBe(304);
 		expect(again.body).toBe("");
 		expect(again.headers.etag).toBe(etag);
+		// No statement ran: no DuckDB time to tell.
+		expect(again.headers["server-timing"]).toBeUndefined();
 		// A list of tags, and the strong spelling of the weak tag, match too.
 		expect((await get(`/txs/${first.hash}`, { "if-none-match": `"x", ${etag.slice(2)}` })).statusCode).toBe(304);
 
@@ -103,6 +108,32 @@ describe("HTTP caching", () => {
 		const tag = (await get(`/txs/${old.hash}`)).headers.etag as string;
 		const anonymous = await api.app.inject({ url: url(`/txs/${old.hash}`), headers: { "if-none-match": tag } });
 		expect(anonymous.statusCode).toBe(401);
+	});
+
+	it("looks at the chain's manifest once a request: the ETag's check and the route read one snapshot", async () => {
+		const manifest = manifestPath(api.dataDir, api.chain);
+		const looks: string[] = [];
+		const statSync = fs.statSync;
+		const writable = fs as { statSync: typeof fs.statSync };
+		// (node:fs's own export replaced, and the ESM bindings of every module importing it updated.)
+		writable.statSync = ((path: PathLike, ...rest: never[]) => {
+			if (String(path) === manifest) looks.push(String(path));
+			return statSync(path, ...rest);
+		}) as typeof fs.statSync;
+		syncBuiltinESMExports();
+		try {
+			const first = txs[0] as { hash: string };
+			for (const path of [`/txs/${first.hash}`, `/address/${api.work.accounts.alice}/transfers?limit=2`]) {
+				looks.length = 0;
+				const res = await get(path);
+				expect(res.statusCode).toBe(200);
+				expect(res.headers.etag).toBeDefined();
+				expect(looks, path).toHaveLength(1);
+			}
+		} finally {
+			writable.statSync = statSync;
+			syncBuiltinESMExports();
+		}
 	});
 
 	it("never caches the webhooks' answers: they change with the hooks and their deliveries, not with the chain's files", async () => {

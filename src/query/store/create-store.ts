@@ -28,7 +28,7 @@ import { manifestStates } from "./manifest-states.js";
 import { placeholderExpander } from "./placeholder-expander.js";
 import { rankedCounts } from "./ranked-counts.js";
 import { queryRunner } from "./run-query.js";
-import type { Store } from "./store.js";
+import type { ChainState, Store } from "./store.js";
 import {
 	DEFAULT_MEMORY_LIMIT,
 	DEFAULT_QUERY_TIMEOUT_MS,
@@ -62,7 +62,17 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	const { chains, has } = chainListing(dataDir);
 
 	// Per manifest object (a changed manifest is a new one): its generation and final block.
-	const states = new WeakMap<Manifest, { generation: number; final: number | null }>();
+	const states = new WeakMap<Manifest, ChainState>();
+	const stateOf = (manifest: Manifest): ChainState => {
+		let state = states.get(manifest);
+		if (!state) {
+			const tip = manifest.chunks.length > 0 ? Math.max(...manifest.chunks.map((c) => c.to)) : null;
+			const final = manifest.final_through ?? (tip === null ? null : tip - SETTLE_DEPTH);
+			state = { generation: manifest.generation ?? 0, final };
+			states.set(manifest, state);
+		}
+		return state;
+	};
 	const known = (chain: string) => {
 		if (!has(chain)) throw new Error(`unknown chain ${chain}`);
 	};
@@ -110,16 +120,9 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		state(chain) {
 			if (!has(chain)) return null;
 			const { manifest } = manifestState(chain);
-			if (!manifest) return null;
-			let state = states.get(manifest);
-			if (!state) {
-				const tip = manifest.chunks.length > 0 ? Math.max(...manifest.chunks.map((c) => c.to)) : null;
-				const final = manifest.final_through ?? (tip === null ? null : tip - SETTLE_DEPTH);
-				state = { generation: manifest.generation ?? 0, final };
-				states.set(manifest, state);
-			}
-			return state;
+			return manifest ? stateOf(manifest) : null;
 		},
+		stateOf,
 		close() {
 			pool.close();
 			instance.closeSync();

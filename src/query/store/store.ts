@@ -29,6 +29,9 @@ export interface KeySpan {
 	marks?: ArrayLike<number>;
 }
 
+/** A chain's files' generation and final block (Store.state). */
+export type ChainState = { generation: number; final: number | null };
+
 export interface Store {
 	/** Chains with data, as `eip155-<n>` (a listing of the data folder at most a second old). */
 	chains(): string[];
@@ -63,7 +66,9 @@ export interface Store {
 	 * follower's final_through, or SETTLE_DEPTH below the tip in a folder no follower keeps).
 	 * Null for a chain with no readable manifest.
 	 */
-	state(chain: string): { generation: number; final: number | null } | null;
+	state(chain: string): ChainState | null;
+	/** The same of a snapshot's manifest (Snapshot.manifest), with no look at the file. */
+	stateOf(manifest: Manifest): ChainState;
 	/** The file whose replacement commits each of the chain's writes (for watchers: api/live/head-watcher.ts). */
 	manifestFile(chain: string): string;
 	close(): void;
