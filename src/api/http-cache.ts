@@ -51,11 +51,22 @@ function matches(header: string | undefined, etag: string): boolean {
 const answersFromFiles = (route: string) =>
 	route.includes("/:chain_id/v1/") && !route.endsWith("/sql") && !route.includes("/:chain_id/v1/hooks");
 
-/** Registers the hooks on the data routes (answersFromFiles). */
+/**
+ * Whether an NFT answer holds token content fetched over HTTP (CHAINLAKE_FETCH_TOKEN_URIS=1,
+ * api/token-uri.ts): what a token URI's host answers, or null when it fails, is not in the files,
+ * so it is not cached either (a passing failure was kept a year in an answer at a final block).
+ */
+const fetchesContent = (route: string, query: unknown) =>
+	process.env.CHAINLAKE_FETCH_TOKEN_URIS === "1" &&
+	route.includes("/nft/:chain_id/v1/") &&
+	(route.endsWith("/metadata") || (query as { metadata?: unknown } | undefined)?.metadata === true);
+
+/** Registers the hooks on the data routes (answersFromFiles, less fetchesContent). */
 export function httpCache(app: FastifyInstance, ctx: ApiContext) {
 	app.addHook("preHandler", async (req, reply) => {
 		const route = req.routeOptions.url ?? "";
-		if ((req.method !== "GET" && req.method !== "HEAD") || !answersFromFiles(route)) return;
+		if ((req.method !== "GET" && req.method !== "HEAD") || !answersFromFiles(route) || fetchesContent(route, req.query))
+			return;
 		const chain = (req.params as { chain_id?: string }).chain_id;
 		if (!chain || !ctx.store.serves(chain)) return;
 		// The snapshot the route then reads (openChain keeps it for the request). A damaged manifest
