@@ -192,8 +192,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	// ETag, If-None-Match and Cache-Control on the data routes (after the key check above).
 	httpCache(app, ctx);
 
-	// The answer's DuckDB time (context.ts queryMsOf), where it read a chain's data (a 304 read none:
-	// the HTTP cache's check opened the chain's snapshot, and answered from the ETag).
+	// The answer's DuckDB time (context.ts queryMsOf), where it read a chain's data; not on a 304,
+	// which has no answer (api/http-cache.ts: the check opened the chain's snapshot, and answered
+	// from the ETag, or the route's answer to `If-None-Match: *` was dropped).
 	app.addHook("onSend", async (req, reply, payload) => {
 		const ms = queryMsOf(req);
 		if (ms !== undefined && reply.statusCode !== 304) reply.header("Server-Timing", `duckdb;dur=${ms.toFixed(2)}`);

@@ -34,13 +34,18 @@ export function immutableUpTo(reply: FastifyReply, block: number): void {
 	reply.newestBlock = Math.max(block, reply.newestBlock ?? Number.NEGATIVE_INFINITY);
 }
 
-/** Whether an If-None-Match header names `etag` (a list of tags, or `*`; weak comparison). */
+/** Whether an If-None-Match header names `etag` (a list of tags; weak comparison). */
 function matches(header: string | undefined, etag: string): boolean {
 	if (!header) return false;
-	if (header.trim() === "*") return true;
 	const bare = (t: string) => t.trim().replace(/^W\//, "");
 	return header.split(",").some((t) => bare(t) === bare(etag));
 }
+
+/**
+ * `If-None-Match: *`: "unless an answer exists". Known only once the route has answered: a 200
+ * becomes a 304 (onSend), a 404 stays one (it was a 304 before the route ran, for a hash no chain holds).
+ */
+const anyTag = (header: string | undefined) => header?.trim() === "*";
 
 /**
  * Whether `route` answers from the chain's files alone, so that its answer changes only with the
@@ -96,6 +101,10 @@ export function httpCache(app: FastifyInstance, ctx: ApiContext) {
 		if (cache && reply.statusCode === 304) reply.header("Cache-Control", REVALIDATE);
 		if (!cache || reply.statusCode !== 200) return payload;
 		reply.header("ETag", cache.etag);
+		if (anyTag(req.headers["if-none-match"])) {
+			reply.code(304).header("Cache-Control", REVALIDATE).removeHeader("Content-Type");
+			return null;
+		}
 		const newest = reply.newestBlock;
 		const final = newest !== undefined && cache.final !== null && newest <= cache.final;
 		reply.header("Cache-Control", final ? IMMUTABLE : REVALIDATE);

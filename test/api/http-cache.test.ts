@@ -63,6 +63,13 @@ describe("HTTP caching", () => {
 		expect(again.headers["server-timing"]).toBeUndefined();
 		// A list of tags, and the strong spelling of the weak tag, match too.
 		expect((await get(`/txs/${first.hash}`, { "if-none-match": `"x", ${etag.slice(2)}` })).statusCode).toBe(304);
+		// "*" matches any answer there is: 304 for a transaction that exists, 404 for one that does not.
+		const star = await get(`/txs/${first.hash}`, { "if-none-match": "*" });
+		expect(star.statusCode).toBe(304);
+		expect(star.body).toBe("");
+		expect(star.headers.etag).toBe(etag);
+		expect(star.headers["cache-control"]).toBe("private, no-cache");
+		expect((await get(`/txs/0x${"ab".repeat(32)}`, { "if-none-match": "*" })).statusCode).toBe(404);
 
 		// Another request, another tag: a tag never answers for another URL or format.
 		const other = await get(`/txs/${(txs[1] as { hash: string }).hash}`, { "if-none-match": etag });
