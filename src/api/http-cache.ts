@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import { DamagedDataError } from "../query/damaged-data-error.js";
 import type { Manifest } from "../store/format/records.js";
 import { type ApiContext, openChain } from "./context.js";
+import { fetchesTokenUris } from "./token-uri.js";
 
 /**
  * HTTP caching of data answers. An answer depends only on the request (path, query string, the
@@ -62,7 +63,7 @@ const answersFromFiles = (route: string) =>
  * so it is not cached either (a passing failure was kept a year in an answer at a final block).
  */
 const fetchesContent = (route: string, query: unknown) =>
-	process.env.CHAINLAKE_FETCH_TOKEN_URIS === "1" &&
+	fetchesTokenUris() &&
 	route.includes("/nft/:chain_id/v1/") &&
 	(route.endsWith("/metadata") || (query as { metadata?: unknown } | undefined)?.metadata === true);
 

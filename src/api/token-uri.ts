@@ -11,6 +11,9 @@ export interface TokenContent {
 	is_json: boolean;
 }
 
+/** Whether this process fetches remote token URIs (the operator's CHAINLAKE_FETCH_TOKEN_URIS=1). */
+export const fetchesTokenUris = (): boolean => process.env.CHAINLAKE_FETCH_TOKEN_URIS === "1";
+
 const FETCH_TIMEOUT_MS = 5_000;
 const MAX_BYTES = 1 << 20;
 
@@ -74,7 +77,7 @@ export async function tokenContent(uri: string | null | undefined, tokenId: stri
 	}
 	// ERC-1155 URIs stand for every id: {id} is the id as 64 hex digits.
 	const resolved = uri.replaceAll("{id}", BigInt(tokenId).toString(16).padStart(64, "0"));
-	if (process.env.CHAINLAKE_FETCH_TOKEN_URIS === "1" && /^https?:\/\//i.test(resolved)) {
+	if (fetchesTokenUris() && /^https?:\/\//i.test(resolved)) {
 		const text = await fetchText(resolved);
 		if (text !== null) return { token_uri: resolved, ...asContent(text) };
 	}
