@@ -28,7 +28,15 @@ import { parseChainId } from "../src/util/chain.js";
 import { flagUsage, startCli, usageError } from "../src/util/cli.js";
 import { measureBackfillOverhead } from "./bench/backfill-overhead.js";
 import { benchCases } from "./bench/cases.js";
-import { fmt, keepAliveClient, type Latency, serverDuckDbMs, summarise, timeCalls } from "./bench/measure.js";
+import {
+	callTimes,
+	fmt,
+	keepAliveClient,
+	type Latency,
+	serverDuckDbMs,
+	summarise,
+	timeCalls,
+} from "./bench/measure.js";
 import { PG_TABLES, startPostgres } from "./bench/postgres.js";
 import { randomKeyPaths, sampleKeys } from "./bench/random-keys.js";
 import { assertPortFree, startService } from "./bench/server.js";
@@ -166,28 +174,32 @@ async function measureHttp(): Promise<void> {
 			const runs = Math.ceil(n / RUN);
 			for (let run = 0; run < runs; run++) {
 				const take = Math.min(RUN, n - run * RUN);
-				for (let k = -1; k < take; k++) {
-					const t = performance.now();
-					const res = await client.get(url);
-					const ms = performance.now() - t;
-					expect(res.status);
-					const db = serverDuckDbMs(res.serverTiming);
-					if (k < 0) continue;
+				const viaHttp = await callTimes(
+					async () => {
+						const res = await client.get(url);
+						expect(res.status);
+						return serverDuckDbMs(res.serverTiming);
+					},
+					take,
+					1,
+				);
+				for (const { ms, value: db } of viaHttp) {
 					times.http.push(ms);
 					if (db !== undefined) times.over.push(ms - db);
 				}
-				for (let k = -1; k < take; k++) {
-					const t = performance.now();
-					const res = await fetch(url, { headers });
-					await res.arrayBuffer();
-					const ms = performance.now() - t;
-					expect(res.status);
-					if (k >= 0) times.fetch.push(ms);
-				}
-				for (let k = -1; pg && k < take; k++) {
-					const t = performance.now();
-					await pg.client.query({ name: `q${i}`, text: c.pg.text, values: c.pg.values });
-					if (k >= 0) times.pg.push(performance.now() - t);
+				const viaFetch = await callTimes(
+					async () => {
+						const res = await fetch(url, { headers });
+						await res.arrayBuffer();
+						expect(res.status);
+					},
+					take,
+					1,
+				);
+				times.fetch.push(...viaFetch.map((x) => x.ms));
+				if (pg) {
+					const query = { name: `q${i}`, text: c.pg.text, values: c.pg.values };
+					times.pg.push(...(await callTimes(() => pg.client.query(query), take, 1)).map((x) => x.ms));
 				}
 			}
 			http[c.name] = summarise(times.http);

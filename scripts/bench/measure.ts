@@ -11,14 +11,23 @@ export interface Latency {
 }
 
 export async function timeCalls(fn: () => Promise<unknown>, n: number, warmup = 3): Promise<Latency> {
+	return summarise((await callTimes(fn, n, warmup)).map((c) => c.ms));
+}
+
+/** `n` timed calls of `fn` after `warmup` untimed ones: each call's ms and what it returned. */
+export async function callTimes<T>(
+	fn: () => Promise<T>,
+	n: number,
+	warmup: number,
+): Promise<{ ms: number; value: T }[]> {
 	for (let i = 0; i < warmup; i++) await fn();
-	const ms: number[] = [];
+	const calls: { ms: number; value: T }[] = [];
 	for (let i = 0; i < n; i++) {
 		const t = performance.now();
-		await fn();
-		ms.push(performance.now() - t);
+		const value = await fn();
+		calls.push({ ms: performance.now() - t, value });
 	}
-	return summarise(ms);
+	return calls;
 }
 
 export function summarise(ms: number[]): Latency {
