@@ -4,11 +4,11 @@
  * chain. Each must end in a sentence naming the cause and the fix, a non-zero exit, and no stack
  * (a stack line starts with "    at "), which `--debug` brings back.
  */
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve, sep } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acquireWriteLock } from "../../src/store/files/lock.js";
 import { type CliResult, runScript } from "../helpers/cli.js";
@@ -17,6 +17,16 @@ import { deadUrl } from "../helpers/scripted-rpc.js";
 const STACK = /^\s+at /m;
 /** Debian's and most systems' unprivileged "nobody". */
 const NOBODY = 65534;
+
+/** The first folder from `/` down to `dir` that "nobody" may not enter (no execute bit for others), if any. */
+function closedTo(dir: string): string | undefined {
+	const parts = resolve(dir).split(sep).filter(Boolean);
+	for (let i = 1; i <= parts.length; i++) {
+		const d = `/${parts.slice(0, i).join("/")}`;
+		if ((statSync(d).mode & 0o001) === 0) return d;
+	}
+	return undefined;
+}
 
 let root: string;
 let held: Server;
@@ -96,6 +106,12 @@ describe.concurrent("the first hour's failures, in a sentence", () => {
 		chmodSync(ro, 0o555);
 		// As root (here, CI containers) no mode bit stops a write: the commands run as "nobody" then.
 		const as = process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : {};
+		// Otherwise nobody's node cannot even load the scripts, and fails on a module it cannot read.
+		const closed = "uid" in as ? closedTo(process.cwd()) : undefined;
+		if (closed)
+			throw new Error(
+				`run as root, this test runs its commands as nobody, who cannot enter ${closed}: chmod 755 it (README, "Tests"), or run npm test as another user`,
+			);
 		const [follow, reindex] = await Promise.all([
 			runScript("follow.ts", ["--data-dir", ro, "--follow", "eip155-31337=http://127.0.0.1:9"], {}, as),
 			runScript("reindex.ts", ["--data-dir", ro, "--chain", "eip155-31337"], {}, as),
