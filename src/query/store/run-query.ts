@@ -12,6 +12,7 @@ import type { ConnectionPool } from "./connection-pool.js";
 import type { FileHealth } from "./file-health.js";
 import type { KeyFilters } from "./key-filters.js";
 import { fileListParam, type placeholderExpander } from "./placeholder-expander.js";
+import { resultRows } from "./result-rows.js";
 import type { Params, Row } from "./store.js";
 import type { StoreOptions } from "./store-options.js";
 
@@ -108,8 +109,7 @@ export function queryRunner(parts: {
 				bound[fileListParam(i)] = listValue(files);
 			});
 			if (Object.keys(bound).length > 0) stmt.bind(bound);
-			const reader = await stmt.runAndReadAll();
-			return reader.getRowObjectsJS() as Row[];
+			return resultRows(await stmt.run());
 		} catch (err) {
 			if (interrupted) throw new QueryTimeoutError(budgetMs);
 			throw (manifest && (await damageBehind(manifest.chain, read.paths, err))) || err;
