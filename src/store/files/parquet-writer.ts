@@ -152,6 +152,14 @@ const PIECE_ROW_GROUPS = 8;
  */
 const STAGING_ROW_GROUP_SIZE = 8_192;
 
+/**
+ * The staging files' codec: they are written once and read once, then removed, so their bytes
+ * matter less than the CPU. LZ4 instead of zstd: a chunk's 1.6M `wallet_transfers` rows staged and
+ * then written as parts in 0.78 of the CPU time (BENCHMARKS.md "sixteenth figures"); the parts
+ * themselves are written as before, and are the same bytes.
+ */
+const STAGING_COMPRESSION = "lz4_raw";
+
 /** The chain's staging folder (layout.ts) of a store file at `<data>/<chain>/<table>/<file>`. */
 const stagingDirOf = (path: string): string =>
 	stagingDir(dirname(dirname(dirname(path))), basename(dirname(dirname(path))));
@@ -486,7 +494,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				await mkdir(dirname(staged), { recursive: true });
 				for (const [j, piece] of pieces.entries()) {
 					await conn.run(
-						`COPY (SELECT *, ${partNumberSql(def.key, equal)} AS _part FROM (${indexRowsSql(index, fileOf, piece)})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), FILENAME_PATTERN 'piece${j}_{i}', OVERWRITE_OR_IGNORE true)`,
+						`COPY (SELECT *, ${partNumberSql(def.key, equal)} AS _part FROM (${indexRowsSql(index, fileOf, piece)})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION ${quote(STAGING_COMPRESSION)}, ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), FILENAME_PATTERN 'piece${j}_{i}', OVERWRITE_OR_IGNORE true)`,
 					);
 				}
 				const present = new Set(await readdir(staged));
