@@ -187,12 +187,15 @@ export async function writeKeyFilter(
 	// busy keys from a small chain).
 	const threshold = busyRows === undefined ? undefined : Number(process.env.CHAINLAKE_BUSY_ROWS) || busyRows;
 	// Each busy key's rows in id order (the file's order within a key), every MARK_ROWS-th one's block kept, and the last's.
+	// The busy keys are found first: an ordered list() of every key's blocks, most of them dropped by
+	// HAVING, cost three times as much (BENCHMARKS.md "sixteenth figures").
 	if (threshold !== undefined)
 		for (const part of partPaths(path, parts))
 			for (const r of await writer.select(
 				`SELECT lower(k) AS k, n, list_filter(b, lambda x, i: (i - 1) % ${MARK_ROWS} = 0 OR i = n) AS marks
 				 FROM (SELECT "${key}" AS k, count(*) AS n, list(block_number ORDER BY id) AS b FROM read_parquet(${sqlString(part)})
-				       GROUP BY "${key}" HAVING count(*) > ${Math.floor(threshold)})
+				       WHERE "${key}" IN (SELECT "${key}" FROM read_parquet(${sqlString(part)}) GROUP BY "${key}" HAVING count(*) > ${Math.floor(threshold)})
+				       GROUP BY "${key}")
 				 ORDER BY k`,
 			)) {
 				busy.push(String(r.k));
