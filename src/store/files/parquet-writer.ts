@@ -155,8 +155,8 @@ const STAGING_ROW_GROUP_SIZE = 8_192;
 /**
  * The staging files' codec: they are written once and read once, then removed, so their bytes
  * matter less than the CPU. LZ4 instead of zstd: a chunk's 1.6M `wallet_transfers` rows staged and
- * then written as parts in 0.78 of the CPU time (BENCHMARKS.md "sixteenth figures"); the parts
- * themselves are written as before, and are the same bytes.
+ * then written as parts in 0.78 of the CPU time, for twice the temporary bytes (BENCHMARKS.md
+ * "sixteenth figures"); the parts themselves are written as before, and are the same bytes.
  */
 const STAGING_COMPRESSION = "lz4_raw";
 
