@@ -81,12 +81,14 @@ async function measure(index: "block_records" | "transaction_records"): Promise<
 		.getRows()
 		.map((r) => [String(r[1]), String(r[0])] as const);
 	const database = join(scratch, `${index}.duckdb`);
-	const writer = await (await DuckDBInstance.create(database)).connect();
+	const writing = await DuckDBInstance.create(database);
+	const writer = await writing.connect();
 	const copyStarted = performance.now();
 	await writer.run(`CREATE TABLE records AS SELECT hash, record FROM read_parquet(${list})`);
 	await writer.run("CREATE UNIQUE INDEX records_by_hash ON records (hash)");
 	await writer.run("CHECKPOINT");
 	writer.closeSync();
+	writing.closeSync();
 	const copyMs = performance.now() - copyStarted;
 	await conn.run(`ATTACH ${quote(database)} AS ${index} (READ_ONLY)`);
 
