@@ -21,7 +21,7 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { type DuckDBConnection, DuckDBInstance, listValue } from "@duckdb/node-api";
+import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement, listValue } from "@duckdb/node-api";
 import { resultRows } from "../src/query/store/result-rows.js";
 import { partPaths } from "../src/store/format/key-parts.js";
 import { loadManifest } from "../src/store/format/manifest.js";
@@ -29,6 +29,7 @@ import { indexFiles } from "../src/store/indexes/listing.js";
 import { parseChainId } from "../src/util/chain.js";
 import { flagUsage, startCli } from "../src/util/cli.js";
 import { sqlString as quote } from "../src/util/sql-string.js";
+import { summarise } from "./bench/measure.js";
 
 const options = {
 	"data-dir": { type: "string", default: "data/synth-M" },
@@ -51,7 +52,6 @@ const db = await DuckDBInstance.create(":memory:", { threads: "2" });
 const conn = await db.connect();
 await conn.run("SET GLOBAL parquet_metadata_cache = true");
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
-const p50 = (ms: number[]) => ([...ms].sort((a, b) => a - b)[ms.length >> 1] as number).toFixed(3);
 
 /** One form of the lookup: its statement for a key in a file, run and read. */
 type Form = (file: string, key: string) => Promise<unknown[]>;
@@ -93,17 +93,15 @@ async function measure(index: "block_records" | "transaction_records"): Promise<
 	await conn.run(`ATTACH ${quote(database)} AS ${index} (READ_ONLY)`);
 
 	// Statements written with the key in their text, prepared once each (section 2).
-	const constant = new Map<string, Form>();
-	for (const [file, key] of sample) {
-		const st = await conn.prepare(`SELECT record FROM read_parquet(${quote(file)}) WHERE hash = ${quote(key)}`);
-		constant.set(key, async () => resultRows(await st.run()));
-	}
+	const constant = new Map<string, DuckDBPreparedStatement>();
+	for (const [file, key] of sample)
+		constant.set(key, await conn.prepare(`SELECT record FROM read_parquet(${quote(file)}) WHERE hash = ${quote(key)}`));
 	const forms: Record<string, Form> = {
 		parquet: await bound(conn, "SELECT record FROM read_parquet($files) WHERE hash = $k", (file, k) => ({
 			files: listValue([file]),
 			k,
 		})),
-		"parquet, no parameters": (file, key) => (constant.get(key) as Form)(file, key),
+		"parquet, no parameters": async (_f, key) => resultRows(await (constant.get(key) as DuckDBPreparedStatement).run()),
 		"duckdb table": await bound(conn, `SELECT record FROM ${index}.records WHERE hash = $k`, (_f, k) => ({ k })),
 		"SELECT $k": await bound(conn, "SELECT $k AS record", (_f, k) => ({ k })),
 	};
@@ -122,7 +120,7 @@ async function measure(index: "block_records" | "transaction_records"): Promise<
 	console.log(
 		`\n${index}: ${sample.length} hashes, ${rounds} rounds (p50 ms); Parquet ${mib(parquetBytes)} MiB in ${files.length} files, the DuckDB table with its index ${mib((await stat(database)).size)} MiB (copied in ${(copyMs / 1000).toFixed(1)} s)`,
 	);
-	for (const [name, ms] of Object.entries(times)) console.log(`  ${name.padEnd(24)} ${p50(ms)}`);
+	for (const [name, ms] of Object.entries(times)) console.log(`  ${name.padEnd(24)} ${summarise(ms).p50.toFixed(3)}`);
 	await conn.run(`DETACH ${index}`);
 }
 
