@@ -60,6 +60,10 @@ export async function tokenHolders(
 	if (head === null) return { holders: [], hasMore: false };
 	const n = Math.min(at ?? head, head);
 	const ranks = db.ranks();
+	// As of the ranks' own block (a folder no follower keeps is ranked to its tip) the page is their
+	// rows as they are, whatever the token's size: on M 3.7-4.7 ms for tokens of 100 to 9,091
+	// holdings, where summing them took 3.2-17.7 (BENCHMARKS.md "eighteenth figures").
+	if (ranks !== null && ranks.to === n) return rankedPage(db, token, page);
 	const ranked = ranks !== null && ranks.to <= n && (await db.ranked(token));
 	if (!ranked) {
 		const quiet = await quietHolders(db, token, n, head, page);
@@ -116,6 +120,38 @@ export async function tokenHolders(
 		hasMore,
 		next: hasMore && last ? cursorAt(BigInt(String(last.raw)), String(last.address)) : undefined,
 	};
+}
+
+/**
+ * tokenHolders as of the ranks' own block: the token's ranked rows in their order (balance
+ * descending, then address), positive balances only, their parts added up here. One read of
+ * the key-range part the token is in; no sums, no BIGNUM, no order to compute.
+ */
+async function rankedPage(
+	db: Snapshot,
+	token: string,
+	page: { limit: number; after?: HolderCursor },
+): Promise<{ holders: Holder[]; hasMore: boolean; next?: HolderCursor }> {
+	const params: Params = { v: token, zero: ZERO_ADDRESS, limit: page.limit + 1 };
+	const after = page.after ? afterPartsSql(page.after, params) : "true";
+	// Positive: the most significant non-zero part is (m0 and m1 are never negative).
+	const [top, ...rest] = ORDER;
+	const positive = `(${top} > 0 OR (${top} = 0 AND (${rest.map((p) => `${p} > 0`).join(" OR ")})))`;
+	const rows = await db.query(
+		`SELECT address, last_block AS seen, ${PARTS.map((p) => `CAST(${p} AS VARCHAR) AS ${p}`).join(", ")} FROM {${RANKS}}
+		 WHERE token = $v AND address <> $zero AND ${positive} AND (${after}) ORDER BY rank LIMIT $limit`,
+		params,
+		undefined,
+		token,
+	);
+	const holders = rows.slice(0, page.limit).map((r) => ({
+		address: String(r.address),
+		raw: amountOfParts(PARTS.map((p) => String(r[p]))),
+		seenAt: Number(r.seen ?? 0),
+	}));
+	const last = holders.at(-1);
+	const hasMore = rows.length > page.limit;
+	return { holders, hasMore, next: hasMore && last ? cursorAt(last.raw, last.address) : undefined };
 }
 
 /** Where field `name` is in a `token_transfers` record (store/format/address-records.ts). */

@@ -181,10 +181,12 @@ CHAINLAKE_TOKEN_URIS=0 leaves token URIs out (one node call per NFT id).
 `;
 	const ranksSection = `## Holder ranks
 
-Files of one entry (the manifest's \`ranks\`): \`${RANKS}/${RANKS}_<from>_<to>_g<gen>.parquet\`, every ERC-20
-holding's balance as of block \`<to>\`, the end of the longest prefix of the chain of settled
-chunks whose \`erc20_holders\` rows are all in index files, sorted by token and, per token, by balance
-(largest first, then address). Columns ${Object.entries(RANK_COLUMNS)
+Files of one entry (the manifest's \`ranks\`): \`${RANKS}/${RANKS}_<from>_<to>_g<gen>.parquet\`, in key-range
+parts by token (\`.p<i>.parquet\` as the index files; \`rankParts\` in the entry, absent: one file), every
+ERC-20 holding's balance as of block \`<to>\`, the end of the longest prefix of the chain whose
+\`erc20_holders\` rows are all in index files: of its settled chunks in a folder a follower keeps
+(\`final_through\` listed), of all its chunks in one no follower keeps. Sorted by token and, per
+token, by balance (largest first, then address). Columns ${Object.entries(RANK_COLUMNS)
 		.map(([c, type]) => `\`${c}\` ${type}`)
 		.join(", ")}: the balance as limb sums \`d0\`..\`d8\` (as in the balance indexes), the same
 normalized into parts \`m0\`..\`m2\` worth 10^(27i) (exact; compare (m2, m1, m0) to order), the

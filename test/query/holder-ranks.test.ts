@@ -45,6 +45,7 @@ let token2: string;
 /** Sends all its `token2` away in the tail. */
 let emptied: string;
 const dir = () => join(root, "lake");
+const tipDir = () => join(root, "tip");
 
 const rpc = (method: string, params: unknown[] = []) => nodeCall(anvil.url, method, params);
 const send = (from: string, to: string, amount: bigint, contract = token) =>
@@ -89,6 +90,19 @@ beforeAll(async () => {
 	root = await mkdtemp(join(tmpdir(), "chainlake-ranks-"));
 	// No Delta Lake logs: nothing here reads them, and they are a good part of each chunk's save.
 	await backfillInto(dir(), anvil.url, CHAIN, { partitionSize: 4, traces: "parity", lake: { delta: false } });
+	// A folder no follower keeps is ranked to its tip: kept as it is for the tests of that.
+	await cp(dir(), tipDir(), { recursive: true });
+	// This one as a follower keeps it (its final block listed): ranked over the settled prefix, with
+	// an unsettled tail of changes after the ranks' block.
+	const followed = readManifestSafe(dir(), `eip155-${CHAIN}`) as Manifest;
+	followed.final_through = Math.max(...followed.chunks.map((c) => c.to)) - 64;
+	delete followed.ranks;
+	const writer = await createParquetWriter();
+	try {
+		await ranksStep(writer, dir(), followed);
+	} finally {
+		writer.close();
+	}
 	m = JSON.parse(await readFile(manifestPath(dir(), `eip155-${CHAIN}`), "utf8")) as Manifest;
 	// Every token's pages through the ranks (by default only tokens with thousands of holdings,
 	// which this chain has none of; the last test checks that choice).
@@ -118,12 +132,82 @@ async function allPages(db: Snapshot, limit: number, at?: number): Promise<Holde
 }
 
 describe("holder ranks", () => {
-	it("are written at the end of the backfill over the settled prefix, and usable", () => {
+	it("in a folder no follower keeps reach its tip; a page there is their rows, in key-range parts, as summing gives", async () => {
+		const chain = `eip155-${CHAIN}`;
+		const tip = readManifestSafe(tipDir(), chain) as Manifest;
+		const head = Math.max(...tip.chunks.map((c) => c.to));
+		// Written by the backfill at its end, over every chunk.
+		expect(rankable(tip)?.to).toBe(head);
+		expect(tip.ranks?.[0]).toMatchObject({ from: 0, to: head });
+		expect(usableRanks(tipDir(), tip)).toEqual(tip.ranks?.[0]);
+		expect(ranksDue(tipDir(), tip)).toBe(false);
+		// Rebuilt with a few holdings a part, so that a token's ranked rows are in one of several files.
+		delete tip.ranks;
+		process.env.CHAINLAKE_PART_ROWS = "3";
+		const writer = await createParquetWriter();
+		try {
+			expect(await ranksStep(writer, tipDir(), tip)).not.toBeNull();
+		} finally {
+			writer.close();
+			delete process.env.CHAINLAKE_PART_ROWS;
+		}
+		const parts = (tip as Manifest).ranks?.[0]?.rankParts ?? 0;
+		expect(parts).toBeGreaterThan(1);
+		const files = rankFiles(tipDir(), tip, "erc20_ranks");
+		expect(files).toHaveLength(parts);
+		for (const f of files) expect(existsSync(f), f).toBe(true);
+		// By default (ranksMinHoldings) neither token is ranked here, yet at the head every page is read
+		// from the ranks: the same pages, cursors included, as summing every index file.
+		const s = await createStore(tipDir());
+		try {
+			const db = () => s.snapshot(chain);
+			expect(db().ranks()?.to).toBe(head);
+			expect(await db().ranked(token)).toBe(false);
+			for (const t of [token, token2]) {
+				const pages = async (d: Snapshot, limit: number) => {
+					const out: Holder[] = [];
+					let after: HolderCursor | undefined;
+					for (let i = 0; i < 100; i++) {
+						const page = await tokenHolders(d, t, { limit, after });
+						out.push(...page.holders);
+						if (!page.hasMore) return out;
+						after = page.next;
+					}
+					throw new Error("more than 100 pages");
+				};
+				const whole = await pages(withoutRanks(db()), 1000);
+				expect(whole.length).toBeGreaterThan(3);
+				for (const limit of [1, 3, 1000]) expect(await pages(db(), limit)).toEqual(whole);
+			}
+			// The last blocks' changes are in them: the receiver of 10^40 has it.
+			const first = (await tokenHolders(db(), token, { limit: 1000 })).holders;
+			expect(first.find((h) => h.address === receiver)?.raw).toBeGreaterThanOrEqual(10n ** 40n);
+			// A block before the tip is summed as before, and the same.
+			expect(await allPages(db(), 2, head - 1)).toEqual(await allPages(withoutRanks(db()), 1000, head - 1));
+		} finally {
+			s.close();
+		}
+		// A follower taking the folder over keeps them while usable, though they reach past its settled prefix.
+		const taken = { ...tip, final_through: head - 64 };
+		expect(rankable(taken)?.to).toBeLessThan(head - 60);
+		expect(usableRanks(tipDir(), taken)).toEqual((tip as Manifest).ranks?.[0]);
+		expect(ranksDue(tipDir(), taken)).toBe(false);
+		// Once a reorg replaces the chunk at their block, they are not, and are due (over the settled prefix).
+		const reorged = {
+			...taken,
+			generation: (taken.generation ?? 0) + 1,
+			chunks: taken.chunks.map((c) => (c.to === head ? { ...c, last_hash: `0x${"e".repeat(64)}` } : c)),
+		};
+		expect(usableRanks(tipDir(), reorged)).toBeNull();
+		expect(ranksDue(tipDir(), reorged)).toBe(true);
+	});
+
+	it("in a folder a follower keeps are written over the settled prefix, and usable", () => {
 		const prefix = rankable(m);
 		expect(prefix).not.toBeNull();
 		expect(m.ranks).toHaveLength(1);
 		expect(m.ranks?.[0]).toMatchObject({ from: 0, to: prefix?.to });
-		// Settled means 64 blocks below the tip here (no follower): the tail is not ranked.
+		// Settled means 64 blocks below the tip and whole partitions: the tail is not ranked.
 		const head = Math.max(...m.chunks.map((c) => c.to));
 		expect(m.ranks?.[0]?.to).toBeLessThan(head - 60);
 		expect(usableRanks(dir(), m)).toEqual(m.ranks?.[0]);
@@ -302,6 +386,7 @@ describe("holder ranks", () => {
 		}
 		const rebuilt = readManifestSafe(old, chain) as Manifest;
 		expect(rebuilt.ranks?.[0]?.walletRecordParts).toBeGreaterThan(1);
+		expect(rebuilt.ranks?.[0]?.rankParts).toBeGreaterThan(1);
 		expect(ranksDue(old, rebuilt)).toBe(false);
 		const parts = rankFiles(old, rebuilt, "erc20_wallet_records");
 		expect(parts).toHaveLength(rebuilt.ranks?.[0]?.walletRecordParts as number);
@@ -310,6 +395,8 @@ describe("holder ranks", () => {
 		try {
 			const db = fresh.snapshot(chain);
 			expect(db.ranks()?.walletRecordParts).toBeGreaterThan(1);
+			// A token's ranked rows from the one part it is in, under the tail's changes.
+			for (const at of [undefined, s + 3]) expect(await allPages(db, 2, at)).toEqual(await allPages(summed, 1000, at));
 			for (const address of holders)
 				for (const at of [undefined, s + 3, s]) {
 					const whole = await tokenBalances(withoutRanks(store.snapshot(chain)), address, at);

@@ -90,9 +90,9 @@ const listed = () => [
 		parts: r.parts ?? 1,
 	})),
 ];
-/** The holder ranks entry: the settled chunks' blocks (src/store/holder-ranks.ts). */
+/** The holder ranks entry: every chunk's blocks, as no follower keeps the folder (src/store/holder-ranks.ts). */
 const ranks = () => {
-	expect(manifest.ranks?.map((r) => [r.from, r.to])).toEqual([[0, 599]]);
+	expect(manifest.ranks?.map((r) => [r.from, r.to])).toEqual([[0, 899]]);
 	return manifest.ranks?.[0] as RankEntry;
 };
 /** The holder ranks' files, relative to the chain folder: by token, and the wallet records in their key-range parts. */

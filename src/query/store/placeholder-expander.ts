@@ -20,6 +20,7 @@ import {
 	METADATA_TABLES,
 	type MetadataTable,
 	RANK_TABLES,
+	RANKS,
 	type RankTable,
 	WALLET_RECORDS,
 } from "../../store/format/records.js";
@@ -74,6 +75,12 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 								partOf(key.toLowerCase(), r.walletRecordParts),
 							),
 						],
+						read,
+					);
+				// A token's ranked holdings are in the one key-range part it falls in.
+				if (name === RANKS && key !== undefined && r)
+					return readFiles(
+						[partPath(rankPath(dataDir, manifest?.chain ?? "", r, RANKS), partOf(key.toLowerCase(), r.rankParts ?? 1))],
 						read,
 					);
 				const files = rankFiles(dataDir, manifest, name as RankTable);

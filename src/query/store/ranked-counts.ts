@@ -1,6 +1,6 @@
 /**
- * How many holdings each token has in row groups of its own in the holder ranks file, read once
- * per ranks file from its row-group statistics: apart from the store because only a token's
+ * How many holdings each token has in row groups of its own in the holder ranks files, read once
+ * per ranks entry from its row-group statistics: apart from the store because only a token's
  * holders pages ask it (Snapshot.ranked), to choose between the ranks and summing the index files.
  */
 import { rankFiles } from "../../store/format/manifest.js";
@@ -21,17 +21,19 @@ export function rankedCounts(
 	// listed file's are kept).
 	const ranked = new Map<string, Promise<Map<string, number>>>();
 	const rankedCounts = (manifest: Manifest | null): Promise<Map<string, number>> => {
-		const [path] = rankFiles(dataDir, manifest, RANKS);
+		// (Every key-range part's; named by the first, as file names are never reused.)
+		const paths = rankFiles(dataDir, manifest, RANKS);
+		const [path] = paths;
 		if (!path) return Promise.resolve(new Map());
 		let p = ranked.get(path);
 		if (!p) {
 			ranked.clear();
 			p = (async () => {
-				const release = options.files ? await options.files.hold([path]) : () => {};
+				const release = options.files ? await options.files.hold(paths) : () => {};
 				try {
 					const rows = await run(
 						manifest,
-						`SELECT stats_min_value AS token, sum(row_group_num_rows) AS n FROM parquet_metadata(${quote(path)})
+						`SELECT stats_min_value AS token, sum(row_group_num_rows) AS n FROM parquet_metadata([${paths.map(quote).join(", ")}])
 						 WHERE path_in_schema = 'token' AND stats_min_value = stats_max_value GROUP BY 1`,
 						{},
 						{ leftMs: budgetMs, since: performance.now() },

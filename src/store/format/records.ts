@@ -147,6 +147,8 @@ export interface RankEntry extends RangeId {
 	rows: number;
 	/** The wallet records' key-range parts; absent: an entry written before them, with a WALLETS file. */
 	walletRecordParts?: number;
+	/** The ranks file's key-range parts by token (holder-ranks.ts); absent: one file, as written before parts. */
+	rankParts?: number;
 }
 
 /** The tables entry `r` has files in, with their key-range parts. */
@@ -157,7 +159,7 @@ export const rankTablesOf = (r: RankEntry): [RankTable, number][] =>
 				[WALLETS, 1],
 			]
 		: [
-				[RANKS, 1],
+				[RANKS, r.rankParts ?? 1],
 				[WALLET_RECORDS, r.walletRecordParts],
 			];
 

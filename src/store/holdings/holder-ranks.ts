@@ -7,7 +7,15 @@ import { amountSql, LIMBS, normalizedPartsSql, PARTS } from "../format/amounts.j
 import { partCondition, partPath, partPaths, partsFor } from "../format/key-parts.js";
 import type { RangeId } from "../format/layout.js";
 import { nextGeneration, rankFiles, rankPath } from "../format/manifest.js";
-import { type Manifest, RANKS, type RankEntry, type RankTable, WALLET_RECORDS, WALLETS } from "../format/records.js";
+import {
+	type ChunkEntry,
+	type Manifest,
+	RANKS,
+	type RankEntry,
+	type RankTable,
+	WALLET_RECORDS,
+	WALLETS,
+} from "../format/records.js";
 import { indexFiles, isIndexed } from "../indexes/listing.js";
 import { settledChunks } from "../indexes/runs.js";
 
@@ -40,7 +48,13 @@ export const RANK_COLUMNS: Record<string, string> = {
 	rank: "BIGINT",
 };
 
-/** Rows per row group: a first page of holders reads one (min/max statistics on token and rank). */
+/**
+ * Rows per row group: a first page of holders reads one (min/max statistics on token and rank).
+ * The file is written in key-range parts by token (format/key-parts.ts, PART_ROW_GROUPS groups
+ * each), as DuckDB walks every group of a file it opens: on M's ranks at the tip (1,776,700
+ * holdings, 217 groups in one file) a token's rows cost 5-9 ms to count, read twice by a holders
+ * page through the ranks (BENCHMARKS.md "eighteenth figures").
+ */
 export const RANK_ROW_GROUP_SIZE = 8_192;
 /** The COPY options of the ranks file. */
 export const RANK_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`;
@@ -111,14 +125,45 @@ export async function writeWalletRecords(writer: ParquetWriter, ranks: string, w
 }
 
 /**
- * The longest prefix of the chain, from its first chunk, of settled chunks whose `erc20_holders`
- * rows are in index files. (Chunks not settled have such files too, derived for the head's
- * reads, but a reorg or a compaction may still replace them.)
+ * Writes the ranked holdings of the file at `whole` (`rows` of them) into key-range parts by token
+ * at `path` (part 0 at `path` itself), each part's tokens from the groups of `whole` that hold them;
+ * returns the parts. A token never splits: its pages read the one part it falls in.
  */
-export function rankable(m: Manifest): RangeId | null {
+async function writeRankParts(writer: ParquetWriter, whole: string, path: string, rows: number): Promise<number> {
+	const parts = partsFor(rows, RANK_ROW_GROUP_SIZE);
+	for (let i = 0; i < parts; i++)
+		await writer.copy(
+			`SELECT * FROM read_parquet(${sqlString(whole)}) WHERE ${partCondition("token", i, parts)} ORDER BY ${RANK_ORDER[RANKS]}`,
+			partPath(path, i),
+			RANK_COPY_OPTIONS,
+		);
+	return parts;
+}
+
+/**
+ * The chunks ranks may cover, in block order. In a folder a follower keeps (`final_through`
+ * listed), the settled ones: its head chunks are compacted into larger windows (each such write
+ * spans the ranks' block, so they would be rebuilt every few dozen blocks) and reorged. In a
+ * folder no follower keeps (a finished backfill, synth or reindex), every chunk: nothing there
+ * compacts or reorgs, and a chain that ends at a partition's end never settles its last partition
+ * (no block comes after it), whose changes a page would otherwise sum on every request: at M
+ * the heaviest token changed all 2,062 of its holdings in that partition (BENCHMARKS.md
+ * "eighteenth figures"). A follower started on such a folder later keeps its ranks while they are
+ * usable (a reorg or a compaction across their block ends that: usableRanks), then ranks its
+ * settled chunks.
+ */
+function rankableChunks(m: Manifest): ChunkEntry[] {
+	return m.final_through === undefined ? [...m.chunks].sort((a, b) => a.from - b.from) : settledChunks(m);
+}
+
+/**
+ * The longest prefix of the chain, from its first chunk, of `chunks` (in block order) whose
+ * `erc20_holders` rows are in index files.
+ */
+function indexedPrefix(m: Manifest, chunks: readonly ChunkEntry[]): RangeId | null {
 	const first = Math.min(...m.chunks.map((c) => c.from));
 	let out = null as RangeId | null;
-	for (const c of settledChunks(m)) {
+	for (const c of chunks) {
 		if (out ? c.from !== out.to + 1 : c.from !== first) break;
 		if (!c.datasets.includes("transfers") || !isIndexed(m, "erc20_holders", c)) break;
 		out = { from: out?.from ?? c.from, to: c.to, last_hash: c.last_hash };
@@ -126,12 +171,17 @@ export function rankable(m: Manifest): RangeId | null {
 	return out;
 }
 
+/** Where ranks are built: the indexed prefix of the rankable chunks (rankableChunks). */
+export const rankable = (m: Manifest): RangeId | null => indexedPrefix(m, rankableChunks(m));
+
 const usable = new WeakMap<Manifest, { key: string; entry: RankEntry | null }>();
 
 /**
  * The listed ranks, if readers can use them with manifest `m`: the chain still starts where they
- * do, every chunk up to their last block has its holders rows in index files, and no such file
- * spans that block (a run merged across it). Computed once per manifest state.
+ * do, every chunk up to their last block has its holders rows in index files, a chunk still ends
+ * at that block with its hash (no reorg replaced it, no compaction merged it with later blocks),
+ * and no index file spans it (a run merged across it). Settled or not: that decides only where
+ * ranks are built (rankable). Computed once per manifest state.
  */
 export function usableRanks(dataDir: string, m: Manifest | null): RankEntry | null {
 	const r = m?.ranks?.[0];
@@ -139,7 +189,10 @@ export function usableRanks(dataDir: string, m: Manifest | null): RankEntry | nu
 	const key = `${m.generation ?? 0}\0${m.runs?.length ?? 0}\0${m.chunks.length}`;
 	const cached = usable.get(m);
 	if (cached?.key === key) return cached.entry;
-	const prefix = rankable(m);
+	const prefix = indexedPrefix(
+		m,
+		[...m.chunks].sort((a, b) => a.from - b.from),
+	);
 	const ok =
 		prefix !== null &&
 		prefix.from === r.from &&
@@ -151,8 +204,10 @@ export function usableRanks(dataDir: string, m: Manifest | null): RankEntry | nu
 }
 
 /**
- * Whether the ranks should be rebuilt: the rankable prefix moved, the listed ones are no longer
- * usable, or they were written before wallet records (their wallet file is not read any more).
+ * Whether the ranks should be rebuilt: the rankable prefix moved past them, the listed ones are
+ * no longer usable, or they were written before wallet records (their wallet file is not read any
+ * more). (Usable ranks beyond the rankable prefix, written before a follower took the folder
+ * over, are kept.)
  */
 export function ranksDue(dataDir: string, m: Manifest): boolean {
 	const prefix = rankable(m);
@@ -161,7 +216,7 @@ export function ranksDue(dataDir: string, m: Manifest): boolean {
 	return (
 		!r ||
 		r.from !== prefix.from ||
-		r.to !== prefix.to ||
+		r.to < prefix.to ||
 		r.walletRecordParts === undefined ||
 		usableRanks(dataDir, m) === null
 	);
@@ -204,15 +259,24 @@ export async function ranksStep(
 	const files = indexFiles(dataDir, m, "erc20_holders", [prefix.from, prefix.to]).flatMap((f) =>
 		partPaths(f.path, f.parts),
 	);
-	entry.rows = await writer.copy(ranksSql(files), path, RANK_COPY_OPTIONS);
+	// Every holding in one file first (the wallet records are written from it), then in parts by token.
 	// A crash leaves files no manifest lists, which the next writer's start removes.
-	const parts = await writeWalletRecords(writer, path, wallets);
-	entry.walletRecordParts = parts;
+	const whole = path.replace(/\.parquet$/, ".whole.parquet");
+	let parts: number;
+	try {
+		entry.rows = await writer.copy(ranksSql(files), whole, RANK_COPY_OPTIONS);
+		parts = await writeWalletRecords(writer, whole, wallets);
+		entry.walletRecordParts = parts;
+		entry.rankParts = await writeRankParts(writer, whole, path, entry.rows);
+	} finally {
+		await rm(whole, { force: true });
+	}
 	crashPoint("ranks.written");
 	return exclusive(async () => {
 		// A repair may have unlisted a chunk of the prefix meanwhile: then these ranks are dropped.
 		const now = rankable(m);
-		if (!now || now.from !== entry.from || now.to < entry.to) return [path, ...partPaths(wallets, parts)];
+		if (!now || now.from !== entry.from || now.to < entry.to)
+			return [...partPaths(path, entry.rankParts), ...partPaths(wallets, parts)];
 		const old = rankFiles(dataDir, m);
 		m.ranks = [entry];
 		await saveManifest(dataDir, m);
