@@ -52,7 +52,13 @@ export interface FollowState {
 export const sortedChunks = (m: Manifest) => [...m.chunks].sort((a, b) => a.from - b.from);
 /** The stored chunk that ends highest. */
 export const tipOf = (m: Manifest) => sortedChunks(m).at(-1);
-/** Notes, in the manifest about to be saved, that stored blocks up to `n` are final now. */
+/**
+ * Notes, in the manifest about to be saved, that stored blocks up to `n` are final now. From a
+ * follower's first save on, even while no block is final yet (-1: a chain younger than the
+ * finality depth): the mark also says a follower keeps the folder, which writers read
+ * (holder-ranks.ts ranks only settled chunks then).
+ */
 export const markFinal = (m: Manifest, n: number) => {
-	if (n > (m.final_through ?? -1)) m.final_through = n;
+	const mark = Math.max(n, -1);
+	if (m.final_through === undefined || mark > m.final_through) m.final_through = mark;
 };

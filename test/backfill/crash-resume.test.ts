@@ -69,10 +69,11 @@ describe("crash and resume", () => {
 		const expected = fileHashes(join(clean, CHAIN));
 		// 12 chunks, each with 7 dataset files and every index file (the chain is too short for any
 		// chunk to settle: no run or merge, and the balance indexes of chunks not settled are
-		// derived when nothing else is due), and block 0's token metadata tables (the node's funded
-		// accounts).
+		// derived when nothing else is due), block 0's token metadata tables (the node's funded
+		// accounts), and the holder ranks and wallet records of every chunk (no follower keeps the
+		// folder), one file each.
 		expect(Object.keys(expected).filter((f) => f.endsWith(".parquet")).length).toBe(
-			12 * (7 + indexesFor(DATASETS).length) + 3,
+			12 * (7 + indexesFor(DATASETS).length) + 3 + 2,
 		);
 
 		const crashed = join(root, "crashed");

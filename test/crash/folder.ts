@@ -40,10 +40,13 @@ export function folderState(chainDir: string) {
 	// Token metadata: one file of each table per range covered.
 	for (const e of m?.metadata ?? [])
 		for (const t of ["token_metadata", "token_uris", "opening_balances"]) listed.add(join(t, partitionFileName(t, e)));
-	// The holder ranks (at most one entry): a file by token, and the wallet records in key-range
-	// parts (part i > 0 named `.p<i>.parquet`), or one file of rows by holder before records.
+	// The holder ranks (at most one entry): by token in key-range parts (part i > 0 named
+	// `.p<i>.parquet`; one file before parts), and the wallet records in key-range parts, or one
+	// file of rows by holder before records.
 	for (const r of m?.ranks ?? []) {
-		listed.add(join("erc20_ranks", partitionFileName("erc20_ranks", r)));
+		const ranks = partitionFileName("erc20_ranks", r);
+		for (let i = 0; i < (r.rankParts ?? 1); i++)
+			listed.add(join("erc20_ranks", i === 0 ? ranks : ranks.replace(/\.parquet$/, `.p${i}.parquet`)));
 		const wallets = r.walletRecordParts === undefined ? "erc20_wallets" : "erc20_wallet_records";
 		const name = partitionFileName(wallets, r);
 		for (let i = 0; i < (r.walletRecordParts ?? 1); i++)

@@ -76,6 +76,11 @@ describe("files retired by a reorg, across a follower restart", () => {
 		const first = follower(60_000);
 		first.start();
 		await stored((await block("latest")).hash);
+		// No block is final yet (6 blocks, finality 12), and the manifest says so: -1, which also marks
+		// the folder a follower's (its writers rank settled chunks only: holder-ranks.ts), so no holder
+		// ranks are written at a tip the reorg below replaces.
+		expect((await manifest()).final_through).toBe(-1);
+		expect((await manifest()).ranks).toBeUndefined();
 		const before = new Set(listedPaths(dataDir, await manifest()));
 
 		// A reorg of the last two blocks: the files holding them leave the manifest.

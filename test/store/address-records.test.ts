@@ -10,9 +10,12 @@ import { isQuiet } from "../../src/query/store/key-filters.js";
 import { findWalletTransactions } from "../../src/query/transactions.js";
 import { type AssetFilter, findTransfers, type TransferFilter } from "../../src/query/transfers.js";
 import { saveManifest } from "../../src/store/delta/save-manifest.js";
+import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
 import { INDEXES, type IndexName } from "../../src/store/format/indexes.js";
 import { partPaths } from "../../src/store/format/key-parts.js";
 import { listedFiles, loadManifest } from "../../src/store/format/manifest.js";
+import type { Manifest } from "../../src/store/format/records.js";
+import { ranksStep } from "../../src/store/holdings/holder-ranks.js";
 import { loadKeyFilter, withBusyKeys } from "../../src/store/indexes/key-filter.js";
 import { indexFiles, listedPaths } from "../../src/store/indexes/listing.js";
 import { reindexChain } from "../../src/store/repair/reindex.js";
@@ -184,7 +187,17 @@ beforeAll(async () => {
 	// The chunks after the holder ranks' without their balance deltas (as before the background
 	// merges derive them): a wallet's balance then sums its transfers there, from the by-address index.
 	const m = await loadManifest(written, CHAIN.id, CHAIN.number);
-	const ranked = Math.max(-1, ...(m.ranks ?? []).map((r) => r.to));
+	// Ranked as a follower's folder is (its final block listed: the settled chunks only; synth ranks
+	// every chunk of the folder it writes), so that chunks come after the ranks.
+	m.final_through = Math.max(...m.chunks.map((c) => c.to)) - 64;
+	delete m.ranks;
+	const writer = await createParquetWriter();
+	try {
+		await ranksStep(writer, written, m);
+	} finally {
+		writer.close();
+	}
+	const ranked = Math.max(-1, ...((m as Manifest).ranks ?? []).map((r) => r.to));
 	const newest = m.chunks.filter((c) => c.from > ranked);
 	expect(newest.length).toBeGreaterThan(0);
 	m.runs = (m.runs ?? []).filter((r) => r.index !== "erc20_balances" || r.to <= ranked);

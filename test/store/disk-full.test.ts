@@ -66,13 +66,19 @@ const leftovers = (chainDir: string) =>
 		.map((e) => relative(chainDir, join(e.parentPath, e.name)));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** sha256 of every Parquet file of a chain folder, by path. */
+/**
+ * sha256 of every Parquet file a chain folder's manifest lists, by path without its generation:
+ * a run that ends saves the holder ranks of what it stored (store/holdings/holder-ranks.ts), so a
+ * folder written in two runs numbers its later saves apart from one written in one run, and keeps
+ * the replaced ranks retired for readers a while.
+ */
 function parquetHashes(chainDir: string): Record<string, string> {
 	const out: Record<string, string> = {};
-	for (const e of readdirSync(chainDir, { recursive: true, withFileTypes: true })) {
-		if (!e.isFile() || !e.name.endsWith(".parquet")) continue;
-		const path = join(e.parentPath, e.name);
-		out[relative(chainDir, path)] = createHash("sha256").update(readFileSync(path)).digest("hex");
+	for (const f of folderState(chainDir).listed) {
+		if (!f.endsWith(".parquet")) continue;
+		out[f.replace(/_g\d+(\.p\d+)?\.parquet$/, "$1.parquet")] = createHash("sha256")
+			.update(readFileSync(join(chainDir, f)))
+			.digest("hex");
 	}
 	return out;
 }

@@ -34,7 +34,7 @@ export interface Manifest {
 	 * The follower's record of the highest stored block it has treated as final (written in a
 	 * partition chunk, or compacted): a reorg at or below it is a node fault, refused. Kept here
 	 * rather than derived from the node's head, which moves on while the follower is down.
-	 * Absent in folders only backfilled.
+	 * Absent in folders only backfilled; -1 while a followed chain has no final block yet.
 	 */
 	final_through?: number;
 	/**
