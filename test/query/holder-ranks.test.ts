@@ -337,7 +337,7 @@ describe("holder ranks", () => {
 			for (const [min, expected] of [
 				[2048, true],
 				[5001, false], // more than it has
-				[undefined, false], // the default: a whole row group of 8,192
+				[undefined, false], // the default: 8,192 holdings
 			] as const) {
 				const s = await createStore(dir(), { ranksMinHoldings: min });
 				try {

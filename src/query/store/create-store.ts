@@ -15,7 +15,7 @@ import { manifestPath } from "../../store/format/layout.js";
 import { listedFiles } from "../../store/format/manifest.js";
 import type { Manifest } from "../../store/format/records.js";
 import { SETTLE_DEPTH } from "../../store/format/run-lookup.js";
-import { RANK_ROW_GROUP_SIZE, usableRanks } from "../../store/holdings/holder-ranks.js";
+import { RANKS_MIN_HOLDINGS, usableRanks } from "../../store/holdings/holder-ranks.js";
 import { isIndexed } from "../../store/indexes/listing.js";
 import { lockDown } from "../lock-down.js";
 import { blockStamps } from "./block-stamps.js";
@@ -55,7 +55,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	const keys = keyFilters(dataDir, options);
 	const expand = placeholderExpander(dataDir, keys.filters);
 	const run = queryRunner({ budgetMs, maxAgeMs, options, pool, health, keys, expand });
-	const ranksMinHoldings = options.ranksMinHoldings ?? RANK_ROW_GROUP_SIZE;
+	const ranksMinHoldings = options.ranksMinHoldings ?? RANKS_MIN_HOLDINGS;
 	const ranked = rankedCounts(dataDir, options, budgetMs, run);
 	const memo = manifestMemo();
 	const stamps = blockStamps(options.maxStampedBlocks);

@@ -51,10 +51,11 @@ export interface StoreOptions {
 	 */
 	files?: { hold(paths: readonly string[]): Promise<() => void> };
 	/**
-	 * A token's holders pages read the holder ranks only when at least this many of its ranked
-	 * holdings fill row groups of their own in the ranks file (default RANK_ROW_GROUP_SIZE: one
-	 * row group). Below that, summing its holdings from the index files costs less than reading
-	 * its ranked rows (BENCHMARKS.md). 0: every token, for tests.
+	 * After the ranks' block, a token's holders pages read the holder ranks only when at least this
+	 * many of its ranked holdings fill row groups of their own in the ranks file (default
+	 * RANKS_MIN_HOLDINGS, 8,192). Below that, summing its holdings from the index files costs less
+	 * than reading its ranked rows and the changes after them (BENCHMARKS.md). 0: every token, for
+	 * tests. (At the ranks' own block every token's pages read them: holders.ts.)
 	 */
 	ranksMinHoldings?: number;
 }

@@ -20,22 +20,25 @@ import { indexFiles, isIndexed } from "../indexes/listing.js";
 import { settledChunks } from "../indexes/runs.js";
 
 /*
- * Holder ranks: every ERC-20 holding's balance as of one settled block S, summed once from the
+ * Holder ranks: every ERC-20 holding's balance as of one block S, summed once from the
  * `erc20_holders` index files (the merged runs, index.ts) and stored ranked, per token by balance
- * (largest first, then address), in one file sorted by (token, rank). A token's first page of
- * holders is then its first ranked rows plus the few holdings that changed after S (summed as
- * before, from the files after S and the unsettled tail), instead of every holding of the token
- * summed over every run and ordered on each request: what an explorer's balances table with a
- * (token, balance) B-tree answers, kept as an immutable Parquet file. A second file holds the same
- * rows by holder, one record per wallet (`erc20_wallet_records`, writeWalletRecords), so a wallet's
- * balances are its record there plus its changes after S.
+ * (largest first, then address), sorted by (token, rank) in key-range parts by token. A token's
+ * first page of holders at S is then its first ranked rows as they are, and at a later block those
+ * plus the few holdings that changed after S (summed as before, from the files after S and the
+ * tail), instead of every holding of the token summed over every run and ordered on each request:
+ * what an explorer's balances table with a (token, balance) B-tree answers, kept as immutable
+ * Parquet files. A second table holds the same rows by holder, one record per wallet
+ * (`erc20_wallet_records`, writeWalletRecords), so a wallet's balances are its record there plus
+ * its changes after S.
  *
- * S is the end of the longest prefix of the chain whose holders rows are all in index files. Balances
- * at S are a fact of settled blocks, so a ranks file never goes wrong; it only stops being usable
- * when a later merge writes a run across S (the sums after S could then not be told apart):
- * readers check that (usableRanks) and otherwise sum every run as before. Rebuilt (ranksStep)
- * whenever S moves: by the follower in its background merges once caught up, and at the end of a
- * backfill, synth or reindex, so a backfill builds it once rather than per chunk.
+ * S is the end of the longest prefix of the chain whose holders rows are all in index files: of its
+ * settled chunks in a folder a follower keeps, of all of them in one no follower keeps (rankableChunks).
+ * A ranks file never goes wrong; it only stops being usable when its block stops being a chunk's
+ * end with the same hash (a reorg, a compaction) or a later merge writes a run across S (the sums
+ * after S could then not be told apart): readers check that (usableRanks) and otherwise sum every
+ * run as before. Rebuilt (ranksStep) whenever S moves: by the follower in its background merges
+ * once caught up, and at the end of a backfill, synth or reindex, so a backfill builds it once
+ * rather than per chunk.
  */
 
 /** Its columns with their types (for an empty relation, and data/README.md). */
@@ -49,13 +52,19 @@ export const RANK_COLUMNS: Record<string, string> = {
 };
 
 /**
- * Rows per row group: a first page of holders reads one (min/max statistics on token and rank).
- * The file is written in key-range parts by token (format/key-parts.ts, PART_ROW_GROUPS groups
- * each), as DuckDB walks every group of a file it opens: on M's ranks at the tip (1,776,700
- * holdings, 217 groups in one file) a token's rows cost 5-9 ms to count, read twice by a holders
- * page through the ranks (BENCHMARKS.md "eighteenth figures").
+ * Rows per row group, in key-range parts by token of PART_ROW_GROUPS groups each
+ * (format/key-parts.ts), as DuckDB walks every group of a file it opens and decodes a whole group
+ * for the rows it keeps. On M's ranks at the tip (1,776,700 holdings), a token's page of 100 from
+ * its part: 2.43 ms in groups of 8,192 (34 a part), 1.83 in groups of 1,024 (32 a part); in one
+ * file of 217 groups its rows cost 5-9 ms just to count (BENCHMARKS.md "eighteenth figures").
  */
-export const RANK_ROW_GROUP_SIZE = 8_192;
+export const RANK_ROW_GROUP_SIZE = 1_024;
+/**
+ * After the ranks' block, a token's holders pages read the ranks only from this many ranked
+ * holdings in row groups of their own (StoreOptions.ranksMinHoldings): below that, summing its
+ * holdings from the index files costs less than its ranked rows plus the changes after them.
+ */
+export const RANKS_MIN_HOLDINGS = 8_192;
 /** The COPY options of the ranks file. */
 export const RANK_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_SIZE ${RANK_ROW_GROUP_SIZE}`;
 /** Each file's row order. */
