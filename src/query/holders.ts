@@ -61,8 +61,8 @@ export async function tokenHolders(
 	const n = Math.min(at ?? head, head);
 	const ranks = db.ranks();
 	// As of the ranks' own block (a folder no follower keeps is ranked to its tip) the page is their
-	// rows as they are, whatever the token's size: on M 3.7-4.7 ms for tokens of 100 to 9,091
-	// holdings, where summing them took 3.2-17.7 (BENCHMARKS.md "eighteenth figures").
+	// rows as they are, whatever the token's size: on M 1.9-2.7 ms for tokens of 8 to 9,091
+	// holdings, where summing them took 2.6-14.7 (BENCHMARKS.md "eighteenth figures").
 	if (ranks !== null && ranks.to === n) return rankedPage(db, token, page);
 	const ranked = ranks !== null && ranks.to <= n && (await db.ranked(token));
 	if (!ranked) {
