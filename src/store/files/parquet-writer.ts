@@ -101,6 +101,12 @@ export interface ParquetWriter {
 	 * COPY `options` (parquetCopyOptions, indexCopyOptions), atomically; returns the row count.
 	 */
 	copy(query: string, path: string, options: string): Promise<number>;
+	/**
+	 * The same, into `parts` equal-width key-range parts of column `key` at `path` (key-parts.ts), each
+	 * sorted by `order`: the rows go once into staging files by part, which each part then sorts
+	 * (rather than every part scanning the whole query). Returns the row count.
+	 */
+	copyParts(query: string, key: string, parts: number, order: string, path: string, options: string): Promise<number>;
 	close(): void;
 }
 
@@ -525,6 +531,39 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				await fsyncDir(dirname(path));
 				return Number(copied.getRows()[0]?.[0] ?? 0);
 			});
+		},
+		async copyParts(query, key, parts, order, path, options) {
+			const staged = join(stagingDirOf(path), `${basename(path)}.parts`);
+			await mkdirDurably(dirname(path));
+			await rm(staged, { recursive: true, force: true });
+			await mkdir(dirname(staged), { recursive: true });
+			const made: string[] = [];
+			try {
+				await conn.run(
+					`COPY (SELECT *, ${partNumberSql(key, parts)} AS _part FROM (${query})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION ${quote(STAGING_COMPRESSION)}, ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), OVERWRITE_OR_IGNORE true)`,
+				);
+				const present = new Set(await readdir(staged));
+				return await removingOnFailure(made, async () => {
+					let rows = 0;
+					for (let i = 0; i < parts; i++) {
+						const part = partPath(path, i);
+						made.push(`${part}.tmp`, part);
+						const from = present.has(`_part=${i}`)
+							? `SELECT * FROM read_parquet(${quote(join(staged, `_part=${i}`, "*.parquet"))}, hive_partitioning = false)`
+							: `SELECT * FROM (${query}) WHERE false`;
+						const copied = await conn.runAndReadAll(
+							`COPY (${from} ORDER BY ${order}) TO ${quote(`${part}.tmp`)} (${options})`,
+						);
+						rows += Number(copied.getRows()[0]?.[0] ?? 0);
+						await fsyncFile(`${part}.tmp`);
+						await rename(`${part}.tmp`, part);
+					}
+					await fsyncDir(dirname(path));
+					return rows;
+				});
+			} finally {
+				await rm(staged, { recursive: true, force: true });
+			}
 		},
 		close() {
 			conn.closeSync();
