@@ -180,5 +180,7 @@ describe("a full disk", () => {
 		const r = await runScript("backfill.ts", args(20, clean));
 		expect(r.code, r.stderr).toBe(0);
 		expect(parquetHashes(chainDir)).toEqual(parquetHashes(join(clean, CHAIN_ID)));
+		// And nothing else: no file the manifest does not list, but those retired for readers.
+		expect(folderState(chainDir).unlisted.filter((f) => !/^_[^/]*$/.test(f))).toEqual([]);
 	});
 });
