@@ -107,19 +107,24 @@ export async function tokenHolders(
 		q.window,
 		q.key,
 	);
-	const kept = rows.slice(0, page.limit);
-	const holders = kept.map((r) => ({
-		address: String(r.address),
-		raw: BigInt(String(r.raw)),
-		seenAt: Number(r.seen ?? 0),
-	}));
-	const last = kept.at(-1);
-	const hasMore = rows.length > page.limit;
-	return {
-		holders,
-		hasMore,
-		next: hasMore && last ? cursorAt(BigInt(String(last.raw)), String(last.address)) : undefined,
-	};
+	return pageOf(
+		rows.map((r) => ({ address: String(r.address), raw: BigInt(String(r.raw)), seenAt: Number(r.seen ?? 0) })),
+		page.limit,
+	);
+}
+
+/**
+ * A page of `limit` holders from `ordered` (the page's holders in order, then any after it: one
+ * more says there are more), with the cursor after its last.
+ */
+function pageOf(
+	ordered: readonly Holder[],
+	limit: number,
+): { holders: Holder[]; hasMore: boolean; next?: HolderCursor } {
+	const holders = ordered.slice(0, limit);
+	const last = holders.at(-1);
+	const hasMore = ordered.length > limit;
+	return { holders, hasMore, next: hasMore && last ? cursorAt(last.raw, last.address) : undefined };
 }
 
 /**
@@ -144,14 +149,14 @@ async function rankedPage(
 		undefined,
 		token,
 	);
-	const holders = rows.slice(0, page.limit).map((r) => ({
-		address: String(r.address),
-		raw: amountOfParts(PARTS.map((p) => String(r[p]))),
-		seenAt: Number(r.seen ?? 0),
-	}));
-	const last = holders.at(-1);
-	const hasMore = rows.length > page.limit;
-	return { holders, hasMore, next: hasMore && last ? cursorAt(last.raw, last.address) : undefined };
+	return pageOf(
+		rows.map((r) => ({
+			address: String(r.address),
+			raw: amountOfParts(PARTS.map((p) => String(r[p]))),
+			seenAt: Number(r.seen ?? 0),
+		})),
+		page.limit,
+	);
 }
 
 /** Where field `name` is in a `token_transfers` record (store/format/address-records.ts). */
@@ -212,12 +217,5 @@ async function quietHolders(
 		.filter((h) => h.raw > 0n && h.address !== ZERO_ADDRESS)
 		.filter((h) => !cursor || h.raw < cursor.raw || (h.raw === cursor.raw && h.address > cursor.address))
 		.sort((a, b) => (a.raw === b.raw ? (a.address < b.address ? -1 : 1) : a.raw > b.raw ? -1 : 1));
-	const holders = sorted.slice(0, page.limit);
-	const last = holders.at(-1);
-	const hasMore = sorted.length > page.limit;
-	return {
-		holders,
-		hasMore,
-		next: hasMore && last ? cursorAt(last.raw, last.address) : undefined,
-	};
+	return pageOf(sorted, page.limit);
 }

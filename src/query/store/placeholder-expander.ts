@@ -20,8 +20,8 @@ import {
 	METADATA_TABLES,
 	type MetadataTable,
 	RANK_TABLES,
-	RANKS,
 	type RankTable,
+	rankTablesOf,
 	WALLET_RECORDS,
 } from "../../store/format/records.js";
 import { SCHEMAS } from "../../store/format/schema.js";
@@ -66,21 +66,16 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 			if ((RANK_TABLES as readonly string[]).includes(name)) {
 				// The holder ranks (store/holder-ranks.ts); callers ask snapshot.ranks() whether to use them.
 				const r = manifest?.ranks?.[0];
-				// A wallet's record is in the one key-range part its address falls in.
-				if (name === WALLET_RECORDS && key !== undefined && r?.walletRecordParts !== undefined)
+				// A key (a wallet's address, a token) is in the one key-range part of the table it falls in.
+				const parts = r && key !== undefined ? rankTablesOf(r).find(([t]) => t === name)?.[1] : undefined;
+				if (r && key !== undefined && parts !== undefined)
 					return readFiles(
 						[
 							partPath(
-								rankPath(dataDir, manifest?.chain ?? "", r, WALLET_RECORDS),
-								partOf(key.toLowerCase(), r.walletRecordParts),
+								rankPath(dataDir, manifest?.chain ?? "", r, name as RankTable),
+								partOf(key.toLowerCase(), parts),
 							),
 						],
-						read,
-					);
-				// A token's ranked holdings are in the one key-range part it falls in.
-				if (name === RANKS && key !== undefined && r)
-					return readFiles(
-						[partPath(rankPath(dataDir, manifest?.chain ?? "", r, RANKS), partOf(key.toLowerCase(), r.rankParts ?? 1))],
 						read,
 					);
 				const files = rankFiles(dataDir, manifest, name as RankTable);

@@ -235,6 +235,17 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 	 * parts, which the next writer's start removes; a failed write (a full disk) removes its own
 	 * (util/temp-files.ts), parts already renamed too (no manifest lists them).
 	 */
+	/**
+	 * Stages the rows of `query` into folder `staged`, a folder per equal-width part of column `key`
+	 * (`_part=<i>`, partNumberSql), its files named by `pattern` (DuckDB's FILENAME_PATTERN) if given.
+	 */
+	const stageByPart = (query: string, key: string, parts: number, staged: string, pattern?: string) =>
+		conn.run(
+			`COPY (SELECT *, ${partNumberSql(key, parts)} AS _part FROM (${query})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION ${quote(STAGING_COMPRESSION)}, ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), ${pattern ? `FILENAME_PATTERN ${quote(pattern)}, ` : ""}OVERWRITE_OR_IGNORE true)`,
+		);
+	/** The rows stageByPart put in part `i` of `staged` (a folder present: readdir). */
+	const stagedPart = (staged: string, i: number) =>
+		`SELECT * FROM read_parquet(${quote(join(staged, `_part=${i}`, "*.parquet"))}, hive_partitioning = false)`;
 	const writeParts = async (
 		index: IndexName,
 		count: number,
@@ -499,9 +510,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				await rm(staged, { recursive: true, force: true });
 				await mkdir(dirname(staged), { recursive: true });
 				for (const [j, piece] of pieces.entries()) {
-					await conn.run(
-						`COPY (SELECT *, ${partNumberSql(def.key, equal)} AS _part FROM (${indexRowsSql(index, fileOf, piece)})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION ${quote(STAGING_COMPRESSION)}, ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), FILENAME_PATTERN 'piece${j}_{i}', OVERWRITE_OR_IGNORE true)`,
-					);
+					await stageByPart(indexRowsSql(index, fileOf, piece), def.key, equal, staged, `piece${j}_{i}`);
 				}
 				const present = new Set(await readdir(staged));
 				return await writeParts(
@@ -511,7 +520,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 					(i) => {
 						const e = equalPartOf(i, layout);
 						if (!present.has(`_part=${e}`)) return `SELECT * FROM (${rows}) WHERE false`;
-						const from = `SELECT * FROM read_parquet(${quote(join(staged, `_part=${e}`, "*.parquet"))}, hive_partitioning = false)`;
+						const from = stagedPart(staged, e);
 						return layout.cuts.length > 0 ? `${from} WHERE ${partCondition(def.key, i, layout)}` : from;
 					},
 					path,
@@ -539,18 +548,14 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			await mkdir(dirname(staged), { recursive: true });
 			const made: string[] = [];
 			try {
-				await conn.run(
-					`COPY (SELECT *, ${partNumberSql(key, parts)} AS _part FROM (${query})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION ${quote(STAGING_COMPRESSION)}, ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), OVERWRITE_OR_IGNORE true)`,
-				);
+				await stageByPart(query, key, parts, staged);
 				const present = new Set(await readdir(staged));
 				return await removingOnFailure(made, async () => {
 					let rows = 0;
 					for (let i = 0; i < parts; i++) {
 						const part = partPath(path, i);
 						made.push(`${part}.tmp`, part);
-						const from = present.has(`_part=${i}`)
-							? `SELECT * FROM read_parquet(${quote(join(staged, `_part=${i}`, "*.parquet"))}, hive_partitioning = false)`
-							: `SELECT * FROM (${query}) WHERE false`;
+						const from = present.has(`_part=${i}`) ? stagedPart(staged, i) : `SELECT * FROM (${query}) WHERE false`;
 						const copied = await conn.runAndReadAll(
 							`COPY (${from} ORDER BY ${order}) TO ${quote(`${part}.tmp`)} (${options})`,
 						);
