@@ -1,6 +1,7 @@
 import type { metadataSource } from "../rpc/token-reads.js";
 import { headStep, mergeDue, mergeNext } from "../store/chunks/merges.js";
 import { createParquetWriter } from "../store/files/parquet-writer.js";
+import { headRanksDue, headRanksStep } from "../store/holdings/head-ranks.js";
 import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
 import { damageBehind } from "../store/repair/damage.js";
 import type { Logger } from "../util/logger.js";
@@ -42,18 +43,25 @@ export function createBackgroundMerges(opts: {
 	 */
 	function mergeInBackground(s: FollowState) {
 		if (merging || stopping() || Date.now() < mergeRetryAt) return;
-		if (!mergeDue(dataDir, s.manifest, metadata) && !ranksDue(dataDir, s.manifest)) return;
+		if (
+			!mergeDue(dataDir, s.manifest, metadata) &&
+			!ranksDue(dataDir, s.manifest) &&
+			!headRanksDue(dataDir, s.manifest)
+		)
+			return;
 		merging = (async () => {
 			const writer = await createParquetWriter();
 			try {
 				// One merge at a time, and none while the follower is behind: head lag comes first.
 				while (!stopping() && caughtUp()) {
-					// The holder ranks once every merge is done (store/holder-ranks.ts), then the
-					// balance deltas of the chunks not yet settled (which new blocks keep due).
+					// The holder ranks once every merge is done (store/holdings/holder-ranks.ts), then the
+					// balance deltas of the chunks not yet settled (which new blocks keep due), then the
+					// busy tokens' head ranks over those (store/holdings/head-ranks.ts).
 					const gone =
 						(await mergeNext(writer, dataDir, s.manifest, exclusive, metadata)) ??
 						(await ranksStep(writer, dataDir, s.manifest, exclusive)) ??
-						(await headStep(writer, dataDir, s.manifest, exclusive));
+						(await headStep(writer, dataDir, s.manifest, exclusive)) ??
+						(await headRanksStep(writer, dataDir, s.manifest, exclusive));
 					if (!gone) {
 						// Every merge due is done (not only one that read no damaged file): none waits any more.
 						damage.onClear("merges");

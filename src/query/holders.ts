@@ -1,6 +1,15 @@
+import { listValue } from "@duckdb/node-api";
 import { ADDRESS_LAYOUTS } from "../store/format/address-records.js";
-import { amountOfParts, amountSql, LIMBS, PARTS, partsOfAmount, somePositiveLimbSql } from "../store/format/amounts.js";
-import { RANKS } from "../store/format/records.js";
+import {
+	amountOf,
+	amountOfParts,
+	amountSql,
+	LIMBS,
+	PARTS,
+	partsOfAmount,
+	somePositiveLimbSql,
+} from "../store/format/amounts.js";
+import { HEAD_RANKS, RANKS, type RankEntry } from "../store/format/records.js";
 import { deltaSums } from "./deltas.js";
 import { everyChunkHas } from "./every-chunk-has.js";
 import { isQuiet } from "./store/key-filters.js";
@@ -29,6 +38,12 @@ const cursorAmount = (c: HolderCursor): bigint => amountOfParts([...c.parts].rev
 /** The cursor after a holder of balance `raw`. */
 const cursorAt = (raw: bigint, address: string): HolderCursor => ({ parts: partsOfAmount(raw).reverse(), address });
 
+/** SQL of "the ranked row's balance is positive": its most significant non-zero part is (m0 and m1 are never negative). */
+function positivePartsSql(): string {
+	const [top, ...rest] = ORDER;
+	return `(${top} > 0 OR (${top} = 0 AND (${rest.map((p) => `${p} > 0`).join(" OR ")})))`;
+}
+
 /**
  * SQL of "the ranked row comes after cursor `c`" in (balance descending, address ascending)
  * order, on the ranks file's normalized parts.
@@ -55,22 +70,39 @@ export async function tokenHolders(
 	token: string,
 	page: { limit: number; after?: HolderCursor },
 	at?: number,
+	/** The most changes after head ranks a page adds to them (default: headRankedPage's; tests: 0, summing instead). */
+	headTailMax?: number,
 ): Promise<{ holders: Holder[]; hasMore: boolean; next?: HolderCursor }> {
 	const head = db.head();
 	if (head === null) return { holders: [], hasMore: false };
 	const n = Math.min(at ?? head, head);
+	// A busy token's head ranks where they reach the asked block (in a folder a follower keeps:
+	// store/holdings/head-ranks.ts): their rows at their own block, or those plus the few changes after.
+	const recent = db.headRanks();
+	const held =
+		recent !== null && recent.to <= n && Object.hasOwn(recent.tokens, token) ? recent.tokens[token] : undefined;
+	if (recent !== null && held !== undefined) {
+		if (recent.to === n) return rankedPage(db, HEAD_RANKS, token, page);
+		const max = headTailMax ?? Math.max(HEAD_TAIL_MIN, held / 8);
+		// (The changes up to the head bound those up to `n`: past `max`, not even read.)
+		if (((await headTailChanges(db, recent)).get(token) ?? 0) <= max) {
+			const paged = await headRankedPage(db, recent, token, n, page, max);
+			if (paged) return paged;
+		}
+	}
+	// The holder ranks (store/holdings/holder-ranks.ts). As of their own block (a folder no follower
+	// keeps is ranked to its tip) the page is their rows as they are, whatever the token's size: on M
+	// 1.9-2.7 ms for tokens of 8 to 9,091 holdings, where summing them took 2.6-14.7 (BENCHMARKS.md
+	// "eighteenth figures").
 	const ranks = db.ranks();
-	// As of the ranks' own block (a folder no follower keeps is ranked to its tip) the page is their
-	// rows as they are, whatever the token's size: on M 1.9-2.7 ms for tokens of 8 to 9,091
-	// holdings, where summing them took 2.6-14.7 (BENCHMARKS.md "eighteenth figures").
-	if (ranks !== null && ranks.to === n) return rankedPage(db, token, page);
+	if (ranks !== null && ranks.to === n) return rankedPage(db, RANKS, token, page);
 	const ranked = ranks !== null && ranks.to <= n && (await db.ranked(token));
 	if (!ranked) {
 		const quiet = await quietHolders(db, token, n, head, page);
 		if (quiet) return quiet;
 	}
-	// From the holder ranks where they cover a prefix of the blocks (store/holdings/holder-ranks.ts), for
-	// a token with many holdings: a few thousand are summed faster than its ranked rows are read.
+	// From the holder ranks where they cover a prefix of the blocks, for a token with many holdings: a
+	// few thousand are summed faster than its ranked rows are read.
 	const since = ranked ? ranks.to : undefined;
 	const q = await deltaSums(db, { kind: "erc20", by: "token", value: token, n, since });
 	const params: Params = { ...q.params, zero: ZERO_ADDRESS, limit: page.limit + 1 };
@@ -128,23 +160,21 @@ function pageOf(
 }
 
 /**
- * tokenHolders as of the ranks' own block: the token's ranked rows in their order (balance
+ * tokenHolders as of the ranks' own block (`table`: the holder ranks, or the head ranks): the token's ranked rows in their order (balance
  * descending, then address), positive balances only, their parts added up here. One read of
  * the key-range part the token is in; no sums, no BIGNUM, no order to compute.
  */
 async function rankedPage(
 	db: Snapshot,
+	table: typeof RANKS | typeof HEAD_RANKS,
 	token: string,
 	page: { limit: number; after?: HolderCursor },
 ): Promise<{ holders: Holder[]; hasMore: boolean; next?: HolderCursor }> {
 	const params: Params = { v: token, zero: ZERO_ADDRESS, limit: page.limit + 1 };
 	const after = page.after ? afterPartsSql(page.after, params) : "true";
-	// Positive: the most significant non-zero part is (m0 and m1 are never negative).
-	const [top, ...rest] = ORDER;
-	const positive = `(${top} > 0 OR (${top} = 0 AND (${rest.map((p) => `${p} > 0`).join(" OR ")})))`;
 	const rows = await db.query(
-		`SELECT address, last_block AS seen, ${PARTS.map((p) => `CAST(${p} AS VARCHAR) AS ${p}`).join(", ")} FROM {${RANKS}}
-		 WHERE token = $v AND address <> $zero AND ${positive} AND (${after}) ORDER BY rank LIMIT $limit`,
+		`SELECT address, last_block AS seen, ${PARTS.map((p) => `CAST(${p} AS VARCHAR) AS ${p}`).join(", ")} FROM {${table}}
+		 WHERE token = $v AND address <> $zero AND ${positivePartsSql()} AND (${after}) ORDER BY rank LIMIT $limit`,
 		params,
 		undefined,
 		token,
@@ -157,6 +187,105 @@ async function rankedPage(
 		})),
 		page.limit,
 	);
+}
+
+/**
+ * The most holdings changed after head ranks that headRankedPage adds up, where the token has
+ * fewer than eight times as many there: at M, two statements and the sums here cost about 2.5 ms
+ * plus 0.025 a changed holding, summing every run 11-15 ms for tokens of 2,062 to 9,091 holdings
+ * (BENCHMARKS.md "nineteenth figures"); a token of millions of holdings costs seconds to sum.
+ */
+const HEAD_TAIL_MIN = 256;
+
+/**
+ * How many holdings of each token changed after the block of head ranks `ranks`, up to the head,
+ * in the index files (a chunk not indexed yet is not counted: headRankedPage counts again): once
+ * per manifest state, for every token at once.
+ */
+function headTailChanges(db: Snapshot, ranks: RankEntry): Promise<Map<string, number>> {
+	return db.memo(`head-ranks-tail ${ranks.gen}`, async () => {
+		const rows = await db.query(
+			`SELECT token, count(DISTINCT address) AS n FROM {erc20_holders} WHERE first_block > $since GROUP BY token`,
+			{ since: ranks.to },
+			[ranks.to + 1, db.head() ?? ranks.to],
+		);
+		return new Map(rows.map((r) => [String(r.token), Number(r.n)]));
+	});
+}
+
+/**
+ * tokenHolders after the block of head ranks holding `token` (store/holdings/head-ranks.ts), as
+ * of block `n`: the token's changes since (a few blocks' worth: they are rebuilt every few), then
+ * the ranked rows of the unchanged holdings that may be on the page (the next page's worth after
+ * the cursor: unchanged, they keep their order) and those of the changed holdings, added up
+ * here. Two small statements: the same sums and order in one statement (the tokenHolders path
+ * for the holder ranks) cost 12 ms at M for a token of 9,091 holdings, most of it in planning and
+ * running its dozen operators (BENCHMARKS.md "nineteenth figures"). Null past `max` changed
+ * holdings (a busy token with few holdings, or head ranks left behind, as while a follower
+ * catches up): the caller reads the holder ranks or sums instead.
+ */
+async function headRankedPage(
+	db: Snapshot,
+	ranks: RankEntry,
+	token: string,
+	n: number,
+	page: { limit: number; after?: HolderCursor },
+	max: number,
+): Promise<{ holders: Holder[]; hasMore: boolean; next?: HolderCursor } | null> {
+	const q = await deltaSums(db, { kind: "erc20", by: "token", value: token, n, since: ranks.to });
+	const changes = await db.query(
+		`WITH ${q.ctes.join(", ")} SELECT address, seen, ${LIMBS.map((l) => `CAST(${l} AS VARCHAR) AS ${l}`).join(", ")} FROM sums LIMIT ${max + 1}`,
+		q.params,
+		q.window,
+		q.key,
+	);
+	if (changes.length > max) return null;
+	if (changes.length === 0) return rankedPage(db, HEAD_RANKS, token, page);
+	const params: Params = {
+		v: token,
+		zero: ZERO_ADDRESS,
+		limit: page.limit + 1,
+		changed: listValue(changes.map((c) => String(c.address))),
+	};
+	const after = page.after ? afterPartsSql(page.after, params) : "true";
+	const cols = `address, last_block AS seen, ${PARTS.map((p) => `CAST(${p} AS VARCHAR) AS ${p}`).join(", ")}`;
+	const rows = await db.query(
+		`(SELECT ${cols} FROM {${HEAD_RANKS}} WHERE token = $v AND address <> $zero AND ${positivePartsSql()} AND (${after})
+		   AND NOT list_contains($changed, address) ORDER BY rank LIMIT $limit)
+		 UNION ALL (SELECT ${cols} FROM {${HEAD_RANKS}} WHERE token = $v AND list_contains($changed, address))`,
+		params,
+		undefined,
+		token,
+	);
+	const held = new Map<string, Holder>();
+	for (const r of rows)
+		held.set(String(r.address), {
+			address: String(r.address),
+			raw: amountOfParts(PARTS.map((p) => String(r[p]))),
+			seenAt: Number(r.seen ?? 0),
+		});
+	for (const c of changes) {
+		const address = String(c.address);
+		const was = held.get(address);
+		held.set(address, {
+			address,
+			raw: (was?.raw ?? 0n) + amountOf(LIMBS.map((l) => c[l] as string | null)),
+			seenAt: Math.max(was?.seenAt ?? 0, Number(c.seen ?? 0)),
+		});
+	}
+	return pageOf(inOrder([...held.values()], page.after), page.limit);
+}
+
+/**
+ * The positive holdings of `held` but the zero address's, after `cursor` if given, in the pages'
+ * order (balance descending, then address).
+ */
+function inOrder(held: readonly Holder[], cursor?: HolderCursor): Holder[] {
+	const c = cursor && { raw: cursorAmount(cursor), address: cursor.address };
+	return held
+		.filter((h) => h.raw > 0n && h.address !== ZERO_ADDRESS)
+		.filter((h) => !c || h.raw < c.raw || (h.raw === c.raw && h.address > c.address))
+		.sort((a, b) => (a.raw === b.raw ? (a.address < b.address ? -1 : 1) : a.raw > b.raw ? -1 : 1));
 }
 
 /** Where field `name` is in a `token_transfers` record (store/format/address-records.ts). */
@@ -212,10 +341,5 @@ async function quietHolders(
 		move(f[RECIPIENT], BigInt(String(value)), block);
 		move(f[SENDER], -BigInt(String(value)), block);
 	}
-	const cursor = page.after && { raw: cursorAmount(page.after), address: page.after.address };
-	const sorted = [...held.values()]
-		.filter((h) => h.raw > 0n && h.address !== ZERO_ADDRESS)
-		.filter((h) => !cursor || h.raw < cursor.raw || (h.raw === cursor.raw && h.address > cursor.address))
-		.sort((a, b) => (a.raw === b.raw ? (a.address < b.address ? -1 : 1) : a.raw > b.raw ? -1 : 1));
-	return pageOf(sorted, page.limit);
+	return pageOf(inOrder([...held.values()], page.after), page.limit);
 }

@@ -55,6 +55,8 @@ export const CRASH_POINTS = [
 	"metadata.committed", // the manifest lists them
 	// store/holdings/holder-ranks.ts
 	"ranks.written", // the holder ranks' file and every wallet records part written, the manifest does not list them
+	// store/holdings/head-ranks.ts
+	"head-ranks.written", // the head ranks' parts written, the manifest does not list them
 ] as const;
 
 export type CrashPointName = (typeof CRASH_POINTS)[number];

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nativeBalance, tokenBalances } from "../../src/query/balances.js";
+import { tokenHolders } from "../../src/query/holders.js";
 import { nftHoldings } from "../../src/query/nfts.js";
 import { createStore } from "../../src/query/store/create-store.js";
 import type { Store } from "../../src/query/store/store.js";
@@ -50,6 +51,9 @@ const nodeHead = async () => Number(await call("eth_blockNumber"));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
+	// Every token with a holding changed after the holder ranks' block gets head ranks (this chain has
+	// none with the default's thousand): the followers below write them (the CLIs inherit it).
+	process.env.CHAINLAKE_HEAD_RANKS_MIN_CHANGES = "1";
 	anvil = await startAnvil({ chainId: CHAIN });
 	// Contracts, tokens, traces, logs: every dataset and index has rows.
 	await runWorkload({ rpcUrl: anvil.url });
@@ -58,6 +62,7 @@ beforeAll(async () => {
 	root = await mkdtemp(join(tmpdir(), "chainlake-crash-points-"));
 });
 afterAll(async () => {
+	delete process.env.CHAINLAKE_HEAD_RANKS_MIN_CHANGES;
 	await anvil?.stop();
 	await rm(root, { recursive: true, force: true });
 });
@@ -252,6 +257,7 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
 	["chunks.merged", none], // the merged chunk's files written, the small chunks still listed
 	["chunks.committed", none], // the merged chunk listed, the small chunks' files on disk
 	["ranks.written", none], // the merges done: the holder ranks and wallet records written, unlisted
+	["head-ranks.written", none], // then the busy tokens' head ranks written, unlisted
 	["follow.retire.file-removed:4", mine], // the next compaction's small files, half deleted
 	["follow.reorg.detected", reorg(dir)], // a reorg of the top 2 blocks seen
 	// Down for a while: the node moved on, so the orphaned blocks now lie deeper than the
@@ -278,6 +284,7 @@ const FOLLOW_SHORT = (dir: string): [At, Drive, (() => Promise<void>)?][] => [
 	["runs.committed", none, downtime(48)], // caught up again, a run listed, its inputs unlisted but on disk
 	["chunks.committed", none], // a merged chunk listed, the small chunks' files on disk
 	["ranks.written", none], // the merges done: the holder ranks and wallet records written, unlisted
+	["head-ranks.written", none], // then the busy tokens' head ranks written, unlisted
 	["follow.retire.file-removed:4", mineTen(dir)], // the next compaction's small files, half deleted
 	["follow.reorg.ghosts-written", reorg(dir)], // a reorg of the top 2 blocks: its ghost file written
 	["follow.reorg.committed", none], // the restart sees it again: orphans unlisted, ghosts listed
@@ -333,6 +340,17 @@ async function finishAndCompare(dir: string, cleanName: string) {
 			expect(await tokenBalances(at(followed), a), `tokens of ${a}`).toEqual(await tokenBalances(at(backfilled), a));
 			const nfts = (s: Store) => nftHoldings(at(s), { by: "address", value: a, n: head, limit: 1000 });
 			expect(await nfts(followed), `NFTs of ${a}`).toEqual(await nfts(backfilled));
+		}
+		// Each ERC-20 token's holders (the follower's from its head ranks, where it wrote them).
+		const tokens = new Set(
+			(want.transfers ?? [])
+				.filter((t) => (t as { token_standard: string }).token_standard === "erc20")
+				.map((t) => (t as { contract: string }).contract),
+		);
+		expect(tokens.size).toBeGreaterThan(0);
+		for (const t of tokens) {
+			const holders = (s: Store) => tokenHolders(at(s), t, { limit: 1000 });
+			expect(await holders(followed), `holders of ${t}`).toEqual(await holders(backfilled));
 		}
 	} finally {
 		followed.close();

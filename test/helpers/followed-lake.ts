@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { mergeDue } from "../../src/store/chunks/merges.js";
 import { checkManifestText } from "../../src/store/format/manifest-check.js";
+import { headRanksDue } from "../../src/store/holdings/head-ranks.js";
 import { ranksDue } from "../../src/store/holdings/holder-ranks.js";
 import { metadataDue } from "../../src/store/holdings/token-metadata.js";
 import { spawnScript } from "./cli.js";
@@ -38,10 +39,10 @@ export function storedHead(dataDir: string, chainId: number): number {
 	}
 }
 
-/** Whether the manifest's text lists no merge still due (index runs, chunk merges, metadata, ranks, head deltas). */
+/** Whether the manifest's text lists no merge still due (index runs, chunk merges, metadata, ranks, head deltas, head ranks). */
 function mergesDone(dataDir: string, text: string, chainId: number): boolean {
 	const { manifest: m } = checkManifestText(text, `eip155-${chainId}`);
-	return m !== null && !mergeDue(dataDir, m) && !metadataDue(m) && !ranksDue(dataDir, m);
+	return m !== null && !mergeDue(dataDir, m) && !metadataDue(m) && !ranksDue(dataDir, m) && !headRanksDue(dataDir, m);
 }
 
 /**

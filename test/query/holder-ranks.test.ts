@@ -15,6 +15,7 @@ import { amountOfParts, LIMBS, PARTS } from "../../src/store/format/amounts.js";
 import { manifestPath } from "../../src/store/format/layout.js";
 import { rankFiles, readManifestSafe } from "../../src/store/format/manifest.js";
 import type { Manifest } from "../../src/store/format/records.js";
+import { headRanksDue, headRanksStep, usableHeadRanks } from "../../src/store/holdings/head-ranks.js";
 import { rankable, ranksDue, ranksStep, usableRanks } from "../../src/store/holdings/holder-ranks.js";
 import { indexFiles } from "../../src/store/indexes/listing.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
@@ -44,6 +45,8 @@ let receiver: string;
 let token2: string;
 /** Sends all its `token2` away in the tail. */
 let emptied: string;
+/** The tail's second block, a chunk's last. */
+let tailMid: number;
 const dir = () => join(root, "lake");
 const tipDir = () => join(root, "tip");
 
@@ -80,10 +83,13 @@ beforeAll(async () => {
 			data: encodeFunctionData({ abi: ERC20, functionName: "mint", args: [to as `0x${string}`, 7n * 10n ** 18n] }),
 		});
 	await rpc("anvil_mine", ["0x50"]);
-	// The unsettled tail (the last 64 blocks): reorders the top.
+	// The unsettled tail (the last 64 blocks): reorders the top. Its first two blocks end a chunk
+	// (partitions of 4), the next two begin another: head ranks are built between them.
+	const next = Number(await rpc("eth_blockNumber")) + 1;
+	if ((6 - (next % 4)) % 4 > 0) await rpc("anvil_mine", [`0x${((6 - (next % 4)) % 4).toString(16)}`]);
 	receiver = accounts[9] as string;
 	await send(deployer, receiver, 10n ** 40n);
-	await send(accounts[6] as string, accounts[8] as string, 10n ** 22n);
+	tailMid = await send(accounts[6] as string, accounts[8] as string, 10n ** 22n);
 	await send(accounts[3] as string, accounts[1] as string, 5n);
 	await send(accounts[2] as string, accounts[7] as string, 7n * 10n ** 18n, token2);
 	emptied = accounts[2] as string;
@@ -115,14 +121,17 @@ afterAll(async () => {
 });
 
 /** `db` with its ranks hidden: every holding summed from the index files, as before ranks. */
-const withoutRanks = (db: Snapshot): Snapshot => ({ ...db, ranks: () => null });
+const withoutRanks = (db: Snapshot): Snapshot => ({ ...db, ranks: () => null, headRanks: () => null });
 
-/** Every holder of the token as of `at`, paged `limit` at a time with the returned cursor. */
-async function allPages(db: Snapshot, limit: number, at?: number): Promise<Holder[]> {
+/**
+ * Every holder of the token (or `of`) as of `at`, paged `limit` at a time with the returned cursor
+ * (`headTailMax`: tokenHolders's).
+ */
+async function allPages(db: Snapshot, limit: number, at?: number, of = token, headTailMax?: number): Promise<Holder[]> {
 	const out: Holder[] = [];
 	let after: HolderCursor | undefined;
 	for (let i = 0; i < 100; i++) {
-		const page = await tokenHolders(db, token, { limit, after }, at);
+		const page = await tokenHolders(db, of, { limit, after }, at, headTailMax);
 		expect(page.holders.length).toBeLessThanOrEqual(limit);
 		out.push(...page.holders);
 		if (!page.hasMore) return out;
@@ -413,5 +422,187 @@ describe("holder ranks", () => {
 		} finally {
 			fresh.close();
 		}
+	});
+});
+
+describe("head ranks", () => {
+	const chain = `eip155-${CHAIN}`;
+	const headDir = () => join(root, "head");
+	/** Whether the files of `entries` all exist. */
+	const allExist = (files: string[]) => files.length > 0 && files.every((f) => existsSync(f));
+	/** The ranked holders of `of` in the head ranks file, as pages give them. */
+	async function rankedRows(files: string[], of: string): Promise<Holder[]> {
+		const duck = await DuckDBInstance.create(":memory:");
+		const conn = await duck.connect();
+		try {
+			const list = files.map((f) => `'${f}'`).join(", ");
+			const rows = (
+				await conn.runAndReadAll(
+					`SELECT address, last_block, ${PARTS.map((p) => `${p}::VARCHAR`).join(", ")} FROM read_parquet([${list}]) WHERE token = '${of}' ORDER BY rank`,
+				)
+			).getRows();
+			return rows
+				.map((r) => ({
+					address: String(r[0]),
+					raw: amountOfParts(r.slice(2).map(String)),
+					seenAt: Number(r[1]),
+				}))
+				.filter((h) => h.raw > 0n && h.address !== "0x0000000000000000000000000000000000000000");
+		} finally {
+			conn.closeSync();
+			duck.closeSync();
+		}
+	}
+
+	it("rank a followed folder's busy tokens near its head: their pages there and after are summing's; rebuilt as the chain moves", async () => {
+		await cp(dir(), headDir(), { recursive: true });
+		const hm = readManifestSafe(headDir(), chain) as Manifest;
+		const s = usableRanks(headDir(), hm)?.to as number;
+		const head = Math.max(...hm.chunks.map((c) => c.to));
+		expect(hm.chunks.some((c) => c.to === tailMid)).toBe(true);
+		expect(s).toBeLessThan(tailMid);
+		expect(headRanksDue(headDir(), hm, { through: tailMid })).toBe(true);
+		const writer = await createParquetWriter();
+		try {
+			// Tokens with a holding changed after the ranks' block, up to the tail's second block: the
+			// first token alone (the second's holdings change in the last block).
+			expect(await headRanksStep(writer, headDir(), hm, undefined, { minChanges: 1, through: tailMid })).toEqual([]);
+		} finally {
+			writer.close();
+		}
+		const saved = readManifestSafe(headDir(), chain) as Manifest;
+		const entry = saved.ranks?.[1];
+		expect(saved.ranks?.[0]).toEqual(m.ranks?.[0]);
+		expect(entry).toMatchObject({ from: 0, to: tailMid });
+		// With the token's holdings there: every holder it had at their block (ranked, zero balances left out).
+		expect(entry?.tokens).toEqual({
+			[token]: (await allPages(withoutRanks(store.snapshot(chain)), 1000, tailMid)).length + 1,
+		});
+		expect(usableHeadRanks(headDir(), saved)).toEqual(entry);
+		const files = rankFiles(headDir(), saved, "erc20_head_ranks");
+		expect(files).toHaveLength(entry?.rankParts as number);
+		expect(allExist(files)).toBe(true);
+		// Not due again until the indexed chain is HEAD_RANKS_EVERY blocks past them.
+		expect(headRanksDue(headDir(), saved)).toBe(false);
+		expect(headRanksDue(headDir(), saved, { every: 1 })).toBe(true);
+
+		const heads = await createStore(headDir());
+		try {
+			const db = () => heads.snapshot(chain);
+			expect(db().headRanks()).toEqual(entry);
+			// Their rows are the token's holders at their block, in the page's order.
+			const atBlock = await allPages(withoutRanks(db()), 1000, tailMid);
+			expect(await rankedRows(files, token)).toEqual(atBlock);
+			// Read for the token they rank, at their block and after it; not for the other token, nor before.
+			for (const [of, at, read] of [
+				[token, undefined, true],
+				[token, tailMid, true],
+				[token, tailMid - 1, false],
+				[token2, undefined, false],
+			] as const) {
+				const statements: string[] = [];
+				const snap = db();
+				const spy: Snapshot = {
+					...snap,
+					query: (sql, ...rest) => {
+						statements.push(sql);
+						return snap.query(sql, ...rest);
+					},
+				};
+				await tokenHolders(spy, of, { limit: 2 }, at);
+				expect(
+					statements.some((q) => q.includes("{erc20_head_ranks}")),
+					`${of} at ${at}`,
+				).toBe(read);
+			}
+			for (const of of [token, token2])
+				for (const at of [undefined, tailMid + 1, tailMid, tailMid - 1, s + 3]) {
+					const whole = await allPages(withoutRanks(db()), 1000, at, of);
+					expect(whole.length).toBeGreaterThan(2);
+					for (const limit of [1, 3, 1000]) {
+						expect(await allPages(db(), limit, at, of), `${of} at ${at}`).toEqual(whole);
+						// Past the changes a page adds to them: the holder ranks or summing instead.
+						expect(await allPages(db(), limit, at, of, 0), `${of} at ${at}, in SQL`).toEqual(whole);
+					}
+				}
+		} finally {
+			heads.close();
+		}
+
+		// A later build (the chain moved on) replaces them: now at the head, both tokens changed.
+		const writer2 = await createParquetWriter();
+		let gone: string[] | null;
+		try {
+			gone = await headRanksStep(writer2, headDir(), saved, undefined, { minChanges: 1, every: 1 });
+		} finally {
+			writer2.close();
+		}
+		expect(gone).toEqual(files);
+		const later = readManifestSafe(headDir(), chain) as Manifest;
+		expect(later.ranks).toHaveLength(2);
+		expect(later.ranks?.[1]?.to).toBe(head);
+		expect(Object.keys(later.ranks?.[1]?.tokens ?? {}).sort()).toEqual([token, token2].sort());
+		const moved = await createStore(headDir());
+		try {
+			const db = () => moved.snapshot(chain);
+			expect(db().headRanks()?.to).toBe(head);
+			for (const of of [token, token2])
+				for (const at of [undefined, tailMid]) {
+					const whole = await allPages(withoutRanks(db()), 1000, at, of);
+					for (const limit of [1, 1000]) expect(await allPages(db(), limit, at, of)).toEqual(whole);
+				}
+		} finally {
+			moved.close();
+		}
+
+		// The holder ranks rebuilt below them keep them; none of the tokens busy: an entry of no files.
+		const rebuilt = { ...later, ranks: later.ranks?.slice(1) };
+		const writer3 = await createParquetWriter();
+		try {
+			await ranksStep(writer3, headDir(), rebuilt);
+			expect(rebuilt.ranks?.[1]).toEqual(later.ranks?.[1]);
+			expect(usableHeadRanks(headDir(), rebuilt)).toEqual(later.ranks?.[1]);
+			const quiet = { ...rebuilt, ranks: rebuilt.ranks?.slice(0, 1) };
+			await headRanksStep(writer3, headDir(), quiet, undefined, { minChanges: 10_000, through: tailMid });
+			expect(quiet.ranks?.[1]).toMatchObject({ to: tailMid, tokens: {}, rankParts: 0, rows: 0 });
+			expect(rankFiles(headDir(), quiet, "erc20_head_ranks")).toEqual([]);
+		} finally {
+			writer3.close();
+		}
+	});
+
+	it("are not used once a reorg or a compaction ends their block, or an index file spans it", () => {
+		const saved = readManifestSafe(headDir(), chain) as Manifest;
+		const h = usableHeadRanks(headDir(), saved);
+		if (!h) throw new Error("no head ranks");
+		const at = (change: Partial<typeof h>) => ({
+			...saved,
+			generation: (saved.generation ?? 0) + 100,
+			ranks: [saved.ranks?.[0] as NonNullable<Manifest["ranks"]>[number], { ...h, ...change }],
+		});
+		// Their block replaced by a reorg (another hash), or no more a chunk's end.
+		expect(usableHeadRanks(headDir(), at({ last_hash: `0x${"0".repeat(64)}` }))).toBeNull();
+		expect(usableHeadRanks(headDir(), at({ to: h.to - 1 }))).toBeNull();
+		// A merged run listed across their block (as a merge of the chunks around it would write).
+		const spanned = {
+			...at({}),
+			runs: [
+				...(saved.runs ?? []),
+				{
+					index: "erc20_holders" as const,
+					from: h.to - 3,
+					to: h.to + 2,
+					last_hash: "0x",
+					gen: 1,
+					chunks: 2,
+					rows: 1,
+					keys: 1,
+				},
+			],
+		};
+		expect(usableHeadRanks(headDir(), at({}))).toEqual(h);
+		expect(usableHeadRanks(headDir(), spanned)).toBeNull();
+		// Then due again (when there are usable holder ranks to build them on).
+		expect(headRanksDue(headDir(), spanned)).toBe(usableRanks(headDir(), spanned) !== null);
 	});
 });

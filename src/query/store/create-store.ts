@@ -15,6 +15,7 @@ import { manifestPath } from "../../store/format/layout.js";
 import { listedFiles } from "../../store/format/manifest.js";
 import type { Manifest } from "../../store/format/records.js";
 import { SETTLE_DEPTH } from "../../store/format/run-lookup.js";
+import { usableHeadRanks } from "../../store/holdings/head-ranks.js";
 import { RANKS_MIN_HOLDINGS, usableRanks } from "../../store/holdings/holder-ranks.js";
 import { isIndexed } from "../../store/indexes/listing.js";
 import { lockDown } from "../lock-down.js";
@@ -98,6 +99,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 				blockStamps: (blocks) =>
 					stamps(chain, manifest, blocks, (sql, params, window) => run(manifest, sql, params, budget, window)),
 				ranks: () => usableRanks(dataDir, manifest),
+				headRanks: () => usableHeadRanks(dataDir, manifest),
 				ranked: async (token) =>
 					ranksMinHoldings <= 0 || ((await ranked(manifest)).get(token) ?? 0) >= ranksMinHoldings,
 				chunks: () => [...(manifest?.chunks ?? [])].sort((a, b) => a.from - b.from),

@@ -64,8 +64,9 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 			// fewer blocks than the rest, like a balance's unsettled tail).
 			const window = a === undefined ? queryWindow : ([Number(a), Number(b)] as const);
 			if ((RANK_TABLES as readonly string[]).includes(name)) {
-				// The holder ranks (store/holder-ranks.ts); callers ask snapshot.ranks() whether to use them.
-				const r = manifest?.ranks?.[0];
+				// The holder ranks or head ranks (store/holdings/); callers ask snapshot.ranks() or
+				// headRanks() whether to use them.
+				const r = manifest?.ranks?.find((e) => rankTablesOf(e).some(([t]) => t === name));
 				// A key (a wallet's address, a token) is in the one key-range part of the table it falls in.
 				const parts = r && key !== undefined ? rankTablesOf(r).find(([t]) => t === name)?.[1] : undefined;
 				if (r && key !== undefined && parts !== undefined)

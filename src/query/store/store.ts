@@ -7,6 +7,7 @@ import type { DuckDBValue } from "@duckdb/node-api";
 import type { DatasetName } from "../../extract/rows.js";
 import type { IndexName } from "../../store/format/indexes.js";
 import type { ChunkEntry, Manifest, RankEntry } from "../../store/format/records.js";
+import type { HeadRanks } from "../../store/holdings/head-ranks.js";
 import type { DamagedFile } from "../damaged-data-error.js";
 
 export type Row = Record<string, unknown>;
@@ -101,6 +102,8 @@ export interface Snapshot {
 	blockStamps(blocks: Iterable<number>): Promise<Map<number, BlockStamp>>;
 	/** The holder ranks `{erc20_ranks}` reads, if usable with this snapshot's files (store/holder-ranks.ts). */
 	ranks(): RankEntry | null;
+	/** The head ranks `{erc20_head_ranks}` reads, if usable with this snapshot's files (store/holdings/head-ranks.ts). */
+	headRanks(): HeadRanks | null;
 	/** Whether `token` has enough ranked holdings for its holders pages to read the ranks (StoreOptions.ranksMinHoldings). */
 	ranked(token: string): Promise<boolean>;
 	/** The chunks stored, in block order. */

@@ -48,7 +48,10 @@ export interface Manifest {
 	partition_size?: number;
 	/** Token metadata read from the node (holdings/token-metadata.ts), per settled block range covered. */
 	metadata?: MetadataEntry[];
-	/** Every ERC-20 holding's balance as of a settled block, ranked per token (holdings/holder-ranks.ts): at most one. */
+	/**
+	 * Every ERC-20 holding's balance as of a settled block, ranked per token (holdings/holder-ranks.ts),
+	 * first; then at most one entry of head ranks (`tokens` listed: holdings/head-ranks.ts).
+	 */
 	ranks?: RankEntry[];
 	/**
 	 * Rows (all datasets) from which a settled chunk is no longer merged (chunks/chunk-merges.ts);
@@ -136,8 +139,13 @@ export const WALLETS = "erc20_wallets";
  * one row read from a file of a few dozen row groups, of two columns.
  */
 export const WALLET_RECORDS = "erc20_wallet_records";
-/** Every table a ranks entry may have a file in (old entries: WALLETS; new ones: WALLET_RECORDS). */
-export const RANK_TABLES = [RANKS, WALLETS, WALLET_RECORDS] as const;
+/**
+ * Head ranks (holdings/head-ranks.ts): the busiest tokens' holdings ranked as of a block near the
+ * head, laid out as RANKS is, for the pages after the holder ranks' block of a followed folder.
+ */
+export const HEAD_RANKS = "erc20_head_ranks";
+/** Every table a ranks entry may have a file in (old entries: WALLETS; new ones: WALLET_RECORDS; head ranks: HEAD_RANKS). */
+export const RANK_TABLES = [RANKS, WALLETS, WALLET_RECORDS, HEAD_RANKS] as const;
 export type RankTable = (typeof RANK_TABLES)[number];
 
 /** The ranks file listed in the manifest (`ranks`): the blocks its balances cover. */
@@ -149,19 +157,34 @@ export interface RankEntry extends RangeId {
 	walletRecordParts?: number;
 	/** The ranks file's key-range parts by token (holder-ranks.ts); absent: one file, as written before parts. */
 	rankParts?: number;
+	/**
+	 * Present in an entry of head ranks (holdings/head-ranks.ts) alone: the tokens it ranks (each with
+	 * every holding it has), with how many holdings each has there, in HEAD_RANKS's `rankParts`
+	 * parts; no wallet records.
+	 */
+	tokens?: Record<string, number>;
 }
+
+/** The holder ranks of `m` (its entry without `tokens`), if listed. */
+export const settledRanksOf = (m: Manifest | null | undefined): RankEntry | undefined =>
+	m?.ranks?.find((r) => r.tokens === undefined);
+/** The head ranks of `m` (its entry with `tokens`), if listed. */
+export const headRanksOf = (m: Manifest | null | undefined): RankEntry | undefined =>
+	m?.ranks?.find((r) => r.tokens !== undefined);
 
 /** The tables entry `r` has files in, with their key-range parts. */
 export const rankTablesOf = (r: RankEntry): [RankTable, number][] =>
-	r.walletRecordParts === undefined
-		? [
-				[RANKS, 1],
-				[WALLETS, 1],
-			]
-		: [
-				[RANKS, r.rankParts ?? 1],
-				[WALLET_RECORDS, r.walletRecordParts],
-			];
+	r.tokens !== undefined
+		? [[HEAD_RANKS, r.rankParts ?? 0]]
+		: r.walletRecordParts === undefined
+			? [
+					[RANKS, 1],
+					[WALLETS, 1],
+				]
+			: [
+					[RANKS, r.rankParts ?? 1],
+					[WALLET_RECORDS, r.walletRecordParts],
+				];
 
 /** A set of token metadata files (holdings/token-metadata.ts): one file in each of METADATA_TABLES
  * for the block range whose tokens and paying accounts it covers. */

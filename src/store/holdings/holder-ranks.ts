@@ -9,10 +9,12 @@ import type { RangeId } from "../format/layout.js";
 import { nextGeneration, rankFiles, rankPath } from "../format/manifest.js";
 import {
 	type ChunkEntry,
+	HEAD_RANKS,
 	type Manifest,
 	RANKS,
 	type RankEntry,
 	type RankTable,
+	settledRanksOf,
 	WALLET_RECORDS,
 	WALLETS,
 } from "../format/records.js";
@@ -70,6 +72,7 @@ export const RANK_COPY_OPTIONS = `FORMAT parquet, COMPRESSION 'zstd', ROW_GROUP_
 /** Each file's row order. */
 export const RANK_ORDER: Record<RankTable, string> = {
 	[RANKS]: "token, rank",
+	[HEAD_RANKS]: "token, rank",
 	[WALLETS]: "address, token",
 	[WALLET_RECORDS]: "address",
 };
@@ -139,7 +142,12 @@ export async function writeWalletRecords(writer: ParquetWriter, ranks: string, w
  * one part it falls in. (In one pass: a part per scan of the whole file took L's 1,024 parts 7 of
  * the build's 11 minutes, BENCHMARKS.md "eighteenth figures".)
  */
-async function writeRankParts(writer: ParquetWriter, whole: string, path: string, rows: number): Promise<number> {
+export async function writeRankParts(
+	writer: ParquetWriter,
+	whole: string,
+	path: string,
+	rows: number,
+): Promise<number> {
 	const parts = partsFor(rows, RANK_ROW_GROUP_SIZE);
 	await writer.copyParts(
 		`SELECT * FROM read_parquet(${sqlString(whole)})`,
@@ -186,6 +194,16 @@ function indexedPrefix(m: Manifest, chunks: readonly ChunkEntry[]): RangeId | nu
 /** Where ranks are built: the indexed prefix of the rankable chunks (rankableChunks). */
 export const rankable = (m: Manifest): RangeId | null => indexedPrefix(m, rankableChunks(m));
 
+/**
+ * The indexed prefix of every chunk, settled or not, up to block `through` (where usable ranks
+ * may end; head-ranks.ts).
+ */
+export const indexedChain = (m: Manifest, through = Number.POSITIVE_INFINITY): RangeId | null =>
+	indexedPrefix(
+		m,
+		[...m.chunks].filter((c) => c.to <= through).sort((a, b) => a.from - b.from),
+	);
+
 const usable = new WeakMap<Manifest, { key: string; entry: RankEntry | null }>();
 
 /**
@@ -196,15 +214,12 @@ const usable = new WeakMap<Manifest, { key: string; entry: RankEntry | null }>()
  * ranks are built (rankable). Computed once per manifest state.
  */
 export function usableRanks(dataDir: string, m: Manifest | null): RankEntry | null {
-	const r = m?.ranks?.[0];
+	const r = settledRanksOf(m);
 	if (!m || !r) return null;
 	const key = `${m.generation ?? 0}\0${m.runs?.length ?? 0}\0${m.chunks.length}`;
 	const cached = usable.get(m);
 	if (cached?.key === key) return cached.entry;
-	const prefix = indexedPrefix(
-		m,
-		[...m.chunks].sort((a, b) => a.from - b.from),
-	);
+	const prefix = indexedChain(m);
 	const ok =
 		prefix !== null &&
 		prefix.from === r.from &&
@@ -223,7 +238,7 @@ export function usableRanks(dataDir: string, m: Manifest | null): RankEntry | nu
  */
 export function ranksDue(dataDir: string, m: Manifest): boolean {
 	const prefix = rankable(m);
-	const r = m.ranks?.[0];
+	const r = settledRanksOf(m);
 	if (!prefix) return false;
 	return (
 		!r ||
@@ -235,14 +250,20 @@ export function ranksDue(dataDir: string, m: Manifest): boolean {
 }
 
 /** SQL of the ranked holdings of the holders index files `files` (see the module comment). */
-export function ranksSql(files: readonly string[]): string {
-	const list = files.map(sqlString).join(", ");
+export const ranksSql = (files: readonly string[]): string =>
+	rankedSql(`SELECT * FROM read_parquet([${files.map(sqlString).join(", ")}])`);
+
+/**
+ * SQL of the holdings of `rows` (a relation of token, address, the limbs and last_block: index
+ * files' rows, ranked rows, or both) summed per holding and ranked per token, in RANK_ORDER.
+ */
+export function rankedSql(rows: string): string {
 	const sums = LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ");
 	const order = [...PARTS]
 		.reverse()
 		.map((p) => `${p} DESC`)
 		.join(", ");
-	return `WITH s AS (SELECT token, address, ${sums}, max(last_block) AS last_block FROM read_parquet([${list}]) GROUP BY token, address),
+	return `WITH s AS (SELECT token, address, ${sums}, max(last_block) AS last_block FROM (${rows}) GROUP BY token, address),
 		t AS (SELECT *, ${normalizedPartsSql()} FROM s)
 		SELECT token, address, ${LIMBS.map((l) => `CAST(${l} AS BIGINT) AS ${l}`).join(", ")}, last_block::BIGINT AS last_block,
 		       ${PARTS.map((p) => `CAST(${p} AS DECIMAL(38,0)) AS ${p}`).join(", ")},
@@ -289,8 +310,10 @@ export async function ranksStep(
 		const now = rankable(m);
 		if (!now || now.from !== entry.from || now.to < entry.to)
 			return [...partPaths(path, entry.rankParts), ...partPaths(wallets, parts)];
-		const old = rankFiles(dataDir, m);
-		m.ranks = [entry];
+		// Head ranks beyond the new block stay (head-ranks.ts); the others are of no more use.
+		const kept = (m.ranks ?? []).filter((r) => r.tokens !== undefined && r.to > entry.to);
+		const old = rankFiles(dataDir, { ...m, ranks: (m.ranks ?? []).filter((r) => !kept.includes(r)) });
+		m.ranks = [entry, ...kept];
 		await saveManifest(dataDir, m);
 		return old;
 	});
