@@ -2,7 +2,7 @@ import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
 import { COMPACT_ROWS } from "./chunks/chunk-merges.js";
 import { PARQUET_OPTIONS, rowGroupSizeOf } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./format/indexes.js";
-import { METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLET_RECORDS, WALLETS } from "./format/records.js";
+import { HEAD_RANKS, METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLET_RECORDS, WALLETS } from "./format/records.js";
 import { SCHEMAS, SORT_KEY } from "./format/schema.js";
 import { RANK_COLUMNS, WALLET_RECORD_COLUMNS, WALLET_RECORD_FIELDS } from "./holdings/holder-ranks.js";
 import { BITS_PER_KEY } from "./indexes/key-filter.js";
@@ -199,6 +199,11 @@ as text (the balance in decimal). Entries written before wallet records have \`$
 (the ranks' rows sorted by holder and token), and are rebuilt.
 Written by the backfill and synth at their end, by the follower once caught up whenever the
 prefix moves, and by \`npm run reindex\`; a new entry replaces the old one.
+
+In a folder a follower keeps, a second entry (with \`tokens\`: each token it ranks, with its holdings
+there) holds **head ranks** in \`${HEAD_RANKS}/\` (the same name pattern, parts and columns): every holding
+of the tokens with many holdings changed after the holder ranks' block, as of a block near the head,
+so their holders pages need not add up those changes. Rebuilt by the follower as its chain moves.
 `;
 	return `${INTRO}\n${indexSection}\n${metadataSection}\n${ranksSection}\n${sections.join("\n")}`;
 }
