@@ -81,7 +81,7 @@ export async function tokenHolders(
 	const recent = db.headRanks();
 	const held =
 		recent !== null && recent.to <= n && Object.hasOwn(recent.tokens, token) ? recent.tokens[token] : undefined;
-	if (recent !== null && held !== undefined) {
+	if (recent !== null && held !== undefined && head - recent.to <= HEAD_TAIL_BLOCKS) {
 		if (recent.to === n) return rankedPage(db, HEAD_RANKS, token, page);
 		const max = headTailMax ?? Math.max(HEAD_TAIL_MIN, held / 8);
 		// (The changes up to the head bound those up to `n`: past `max`, not even read.)
@@ -160,9 +160,10 @@ function pageOf(
 }
 
 /**
- * tokenHolders as of the ranks' own block (`table`: the holder ranks, or the head ranks): the token's ranked rows in their order (balance
- * descending, then address), positive balances only, their parts added up here. One read of
- * the key-range part the token is in; no sums, no BIGNUM, no order to compute.
+ * tokenHolders as of the ranks' own block (`table`: the holder ranks, or the head ranks): the
+ * token's ranked rows in their order (balance descending, then address), positive balances only,
+ * their parts added up here. One read of the key-range part the token is in; no sums, no BIGNUM,
+ * no order to compute.
  */
 async function rankedPage(
 	db: Snapshot,
@@ -190,12 +191,17 @@ async function rankedPage(
 }
 
 /**
- * The most holdings changed after head ranks that headRankedPage adds up, where the token has
- * fewer than eight times as many there: at M, two statements and the sums here cost about 2.5 ms
- * plus 0.025 a changed holding, summing every run 11-15 ms for tokens of 2,062 to 9,091 holdings
- * (BENCHMARKS.md "nineteenth figures"); a token of millions of holdings costs seconds to sum.
+ * A token's page reads head ranks plus its changes after them while at most an eighth of its
+ * holdings there changed, or this many if more: at M, two statements and the sums here cost about
+ * 2.5 ms plus 0.025 a changed holding, summing every run 11-16 ms for tokens of 2,062 to 9,091
+ * holdings (BENCHMARKS.md "nineteenth figures"); a token of millions of holdings costs seconds to sum.
  */
 const HEAD_TAIL_MIN = 256;
+/**
+ * Head ranks more than this many blocks below the head are not read (left behind while a follower
+ * catches up, its background merges waiting): counting the changes after them would read that tail.
+ */
+const HEAD_TAIL_BLOCKS = 256;
 
 /**
  * How many holdings of each token changed after the block of head ranks `ranks`, up to the head,

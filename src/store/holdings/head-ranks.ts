@@ -19,11 +19,13 @@ import { indexedChain, RANK_COPY_OPTIONS, rankedSql, usableRanks, writeRankParts
  * page cost 10-14 ms against 2-3.5 read from ranks at the page's own block (BENCHMARKS.md
  * "eighteenth figures"). So for the tokens with many holdings changed after the ranks' block, a
  * second entry ranks every holding as of a block near the head: their ranked rows plus the changes
- * in the index files after them, summed and ranked again (for a few tokens: cheap enough to redo
- * every few blocks, where ranking every token takes 22 s at M). Written in HEAD_RANKS, laid out
- * as the ranks are (parts by token, groups of RANK_ROW_GROUP_SIZE), with the tokens listed in the
- * entry; no wallet records (a wallet's own changes are few). A page of one of those tokens at or
- * after that block reads their rows plus the few changes after it (query/holders.ts).
+ * in the index files after them, summed and ranked again (at M 99 tokens, 634,413 holdings, in
+ * 5.4 s, where ranking every token takes 22.6: cheap enough to redo every few blocks). Written in
+ * HEAD_RANKS, laid out as the ranks are (parts by token, groups of RANK_ROW_GROUP_SIZE), with the
+ * tokens listed in the entry; no wallet records (a wallet's own changes are few). A page of one of
+ * those tokens at their block reads their rows (2.7-2.9 ms at M, against 14-16 summed), after it
+ * their rows plus the few changes since, while those are few (query/holders.ts; BENCHMARKS.md
+ * "nineteenth figures").
  *
  * The same rules of use as the ranks': its block must still end a chunk with the same hash, and no
  * index file may span it. A compaction of the follower's head chunks spans it within a few dozen
@@ -108,7 +110,7 @@ export function headRanksDue(dataDir: string, m: Manifest, options: HeadRankOpti
  * SQL of the tokens with at least `min` holdings changed in the holders index files `files`,
  * the most changed first, at most HEAD_RANKS_MAX_TOKENS.
  */
-export const busyTokensSql = (files: readonly string[], min: number): string =>
+const busyTokensSql = (files: readonly string[], min: number): string =>
 	`SELECT token FROM read_parquet([${files.map(sqlString).join(", ")}]) GROUP BY token
 	 HAVING count(DISTINCT address) >= ${Math.max(1, Math.floor(min))} ORDER BY count(DISTINCT address) DESC, token
 	 LIMIT ${HEAD_RANKS_MAX_TOKENS}`;
