@@ -6,7 +6,7 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readTable, writeCommit } from "../../src/store/delta/delta-log.js";
 import { deltaType, UnsupportedTypeError } from "../../src/store/delta/delta-types.js";
-import { lakeExporter } from "../../src/store/delta/lake-export.js";
+import { DEFAULT_LAKE, lakeExporter, liveFiles } from "../../src/store/delta/lake-export.js";
 import { lakeFlags } from "../../src/store/delta/lake-flags.js";
 import { lakeExportStatus, saveManifest } from "../../src/store/delta/save-manifest.js";
 import { chainDir } from "../../src/store/format/layout.js";
@@ -212,6 +212,24 @@ describe("Delta types and flags", () => {
 		expect(deltaType("TINYINT")).toBe("byte");
 		expect(() => deltaType("UBIGINT")).toThrow(UnsupportedTypeError);
 		expect(() => deltaType("UBIGINT")).toThrow(/npm run reindex/);
+	});
+
+	it("list head ranks (a block near the head, not final) only without final_only", async () => {
+		// The test chain's own manifest with a head ranks entry beside its holder ranks.
+		const m = await loadManifest(dataDir, CHAIN_ID, CHAIN);
+		const settled = m.ranks?.[0];
+		if (!settled) throw new Error("no holder ranks");
+		const tip = Math.max(...m.chunks.map((c) => c.to));
+		const withHead = { ...m, ranks: [settled, { ...settled, to: tip, gen: 999, rankParts: 2, tokens: { "0xa": 3 } }] };
+		const headFiles = (final_only: boolean) => [
+			...(liveFiles(withHead, { ...DEFAULT_LAKE, final_only })
+				.get("erc20_head_ranks")
+				?.keys() ?? []),
+		];
+		expect(headFiles(false)).toHaveLength(2);
+		expect(headFiles(true)).toEqual([]);
+		// The holder ranks are listed either way.
+		expect(liveFiles(withHead, { ...DEFAULT_LAKE, final_only: true }).get("erc20_ranks")?.size).toBeGreaterThan(0);
 	});
 
 	it("parse the writers' flags, naming the flag to fix", () => {

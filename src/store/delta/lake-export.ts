@@ -94,7 +94,9 @@ export function liveFiles(m: Manifest, settings: LakeSettings): Map<string, Map<
 	}
 	for (const g of m.ghosts ?? []) put(GHOST_DATASET, g);
 	for (const e of m.metadata ?? []) for (const t of METADATA_TABLE_NAMES) put(t, e);
-	for (const r of m.ranks ?? []) for (const [t, parts] of rankTablesOf(r)) put(t, r, parts);
+	// (Head ranks stand at a block near the head, not final: none with `final_only`.)
+	for (const r of m.ranks ?? [])
+		if (!(settings.final_only && r.tokens !== undefined)) for (const [t, parts] of rankTablesOf(r)) put(t, r, parts);
 	return out;
 }
 
