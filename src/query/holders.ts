@@ -10,6 +10,7 @@ import {
 	somePositiveLimbSql,
 } from "../store/format/amounts.js";
 import { HEAD_RANKS, RANKS, type RankEntry } from "../store/format/records.js";
+import type { HeadRanks } from "../store/holdings/head-ranks.js";
 import { deltaSums } from "./deltas.js";
 import { everyChunkHas } from "./every-chunk-has.js";
 import { isQuiet } from "./store/key-filters.js";
@@ -84,9 +85,10 @@ export async function tokenHolders(
 	if (recent !== null && held !== undefined && head - recent.to <= HEAD_TAIL_BLOCKS) {
 		if (recent.to === n) return rankedPage(db, HEAD_RANKS, token, page);
 		const max = headTailMax ?? Math.max(HEAD_TAIL_MIN, held / 8);
+		const tail = await headTail(db, recent);
 		// (The changes up to the head bound those up to `n`: past `max`, not even read.)
-		if (((await headTailChanges(db, recent)).get(token) ?? 0) <= max) {
-			const paged = await headRankedPage(db, recent, token, n, page, max);
+		if ((tail.counts.get(token) ?? 0) <= max) {
+			const paged = await headRankedPage(db, recent, token, n, page, max, n === head ? tail.changes : null);
 			if (paged) return paged;
 		}
 	}
@@ -203,25 +205,55 @@ const HEAD_TAIL_MIN = 256;
  */
 const HEAD_TAIL_BLOCKS = 256;
 
+/** A token's holding changed after head ranks: its address, last change, and limb sums as text. */
+type Change = Record<string, unknown>;
+
+/** The columns of a Change, over relation columns `address`, the limbs and `seen`. */
+const CHANGE_COLUMNS = `address, seen, ${LIMBS.map((l) => `CAST(${l} AS VARCHAR) AS ${l}`).join(", ")}`;
+
 /**
- * How many holdings of each token changed after the block of head ranks `ranks`, up to the head,
- * in the index files (a chunk not indexed yet is not counted: headRankedPage counts again): once
- * per manifest state, for every token at once.
+ * The holdings changed after head ranks `ranks` up to the head, in the index files, once per
+ * manifest state for every token they hold: how many of each token's (`counts`), and the changes
+ * themselves of the tokens whose pages read them (at most HEAD_TAIL_MIN, or an eighth of their
+ * holdings) when every chunk after them has its index file (`changes`; else null, and each page
+ * sums its token's from the transfers too: deltaSums). A page at the head then reads only the
+ * ranked rows (BENCHMARKS.md "nineteenth figures").
  */
-function headTailChanges(db: Snapshot, ranks: RankEntry): Promise<Map<string, number>> {
+function headTail(
+	db: Snapshot,
+	ranks: HeadRanks,
+): Promise<{ counts: Map<string, number>; changes: Map<string, Change[]> | null }> {
 	return db.memo(`head-ranks-tail ${ranks.gen}`, async () => {
+		const head = db.head() ?? ranks.to;
+		const window: [number, number] = [ranks.to + 1, head];
 		const rows = await db.query(
 			`SELECT token, count(DISTINCT address) AS n FROM {erc20_holders} WHERE first_block > $since GROUP BY token`,
 			{ since: ranks.to },
-			[ranks.to + 1, db.head() ?? ranks.to],
+			window,
 		);
-		return new Map(rows.map((r) => [String(r.token), Number(r.n)]));
+		const counts = new Map(rows.map((r) => [String(r.token), Number(r.n)]));
+		const read = [...counts].filter(
+			([t, n]) => ranks.tokens[t] !== undefined && n <= Math.max(HEAD_TAIL_MIN, ranks.tokens[t] / 8),
+		);
+		const indexed = db.chunks().every((c) => c.to <= ranks.to || db.indexed("erc20_holders", c));
+		if (!indexed) return { counts, changes: null };
+		const changes = new Map<string, Change[]>();
+		if (read.length > 0)
+			for (const r of await db.query(
+				`SELECT token, ${CHANGE_COLUMNS} FROM (SELECT token, address, max(last_block) AS seen, ${LIMBS.map((l) => `sum(${l})::HUGEINT AS ${l}`).join(", ")}
+				 FROM {erc20_holders} WHERE first_block > $since AND list_contains($tokens, token) GROUP BY token, address)`,
+				{ since: ranks.to, tokens: listValue(read.map(([t]) => t)) },
+				window,
+			))
+				changes.set(String(r.token), [...(changes.get(String(r.token)) ?? []), r]);
+		return { counts, changes };
 	});
 }
 
 /**
  * tokenHolders after the block of head ranks holding `token` (store/holdings/head-ranks.ts), as
- * of block `n`: the token's changes since (a few blocks' worth: they are rebuilt every few), then
+ * of block `n`: the token's changes since (a few blocks' worth: they are rebuilt every few; at the
+ * head from `tail`), then
  * the ranked rows of the unchanged holdings that may be on the page (the next page's worth after
  * the cursor: unchanged, they keep their order) and those of the changed holdings, added up
  * here. Two small statements: the same sums and order in one statement (the tokenHolders path
@@ -237,14 +269,19 @@ async function headRankedPage(
 	n: number,
 	page: { limit: number; after?: HolderCursor },
 	max: number,
+	/** Every token's changes up to the head, read once per manifest state (headTail), if `n` is the head. */
+	tail: Map<string, Change[]> | null,
 ): Promise<{ holders: Holder[]; hasMore: boolean; next?: HolderCursor } | null> {
-	const q = await deltaSums(db, { kind: "erc20", by: "token", value: token, n, since: ranks.to });
-	const changes = await db.query(
-		`WITH ${q.ctes.join(", ")} SELECT address, seen, ${LIMBS.map((l) => `CAST(${l} AS VARCHAR) AS ${l}`).join(", ")} FROM sums LIMIT ${max + 1}`,
-		q.params,
-		q.window,
-		q.key,
-	);
+	let changes = tail?.get(token) ?? (tail ? [] : null);
+	if (!changes) {
+		const q = await deltaSums(db, { kind: "erc20", by: "token", value: token, n, since: ranks.to });
+		changes = await db.query(
+			`WITH ${q.ctes.join(", ")} SELECT ${CHANGE_COLUMNS} FROM sums LIMIT ${max + 1}`,
+			q.params,
+			q.window,
+			q.key,
+		);
+	}
 	if (changes.length > max) return null;
 	if (changes.length === 0) return rankedPage(db, HEAD_RANKS, token, page);
 	const changed = listValue(changes.map((c) => String(c.address)));
