@@ -84,11 +84,12 @@ export async function tokenHolders(
 		recent !== null && recent.to <= n && Object.hasOwn(recent.tokens, token) ? recent.tokens[token] : undefined;
 	if (recent !== null && held !== undefined && head - recent.to <= HEAD_TAIL_BLOCKS) {
 		if (recent.to === n) return rankedPage(db, HEAD_RANKS, token, page);
-		const max = headTailMax ?? Math.max(HEAD_TAIL_MIN, held / 8);
 		const tail = await headTail(db, recent);
+		const changes = n === head ? tail.changes : null;
+		const max = headTailMax ?? headTailBound(held, changes !== null);
 		// (The changes up to the head bound those up to `n`: past `max`, not even read.)
 		if ((tail.counts.get(token) ?? 0) <= max) {
-			const paged = await headRankedPage(db, recent, token, n, page, max, n === head ? tail.changes : null);
+			const paged = await headRankedPage(db, recent, token, n, page, max, changes);
 			if (paged) return paged;
 		}
 	}
@@ -193,11 +194,14 @@ async function rankedPage(
 }
 
 /**
- * A token's page reads head ranks plus its changes after them while at most an eighth of its
- * holdings there changed, or this many if more: at M, two statements and the sums here cost about
- * 2.5 ms plus 0.025 a changed holding, summing every run 11-16 ms for tokens of 2,062 to 9,091
- * holdings (BENCHMARKS.md "nineteenth figures"); a token of millions of holdings costs seconds to sum.
+ * The most changed holdings a page of a token with `holdings` in head ranks adds to them: a third
+ * of them when its changes were read for the whole manifest state (`read`: headTail), an eighth
+ * when the page reads them itself, and at least HEAD_TAIL_MIN. Past that, summing every run costs
+ * less: at M, with the changes read once, a page costs about 3.5 ms plus 0.009 a changed holding,
+ * reading them itself 2.5 plus 0.025, summing tokens of 2,062 to 9,091 holdings 11-16 ms
+ * (BENCHMARKS.md "nineteenth figures"); a token of millions of holdings costs seconds to sum.
  */
+const headTailBound = (holdings: number, read: boolean): number => Math.max(HEAD_TAIL_MIN, holdings / (read ? 3 : 8));
 const HEAD_TAIL_MIN = 256;
 /**
  * Head ranks more than this many blocks below the head are not read (left behind while a follower
@@ -214,10 +218,10 @@ const CHANGE_COLUMNS = `address, seen, ${LIMBS.map((l) => `CAST(${l} AS VARCHAR)
 /**
  * The holdings changed after head ranks `ranks` up to the head, in the index files, once per
  * manifest state for every token they hold: how many of each token's (`counts`), and the changes
- * themselves of the tokens whose pages read them (at most HEAD_TAIL_MIN, or an eighth of their
- * holdings) when every chunk after them has its index file (`changes`; else null, and each page
- * sums its token's from the transfers too: deltaSums). A page at the head then reads only the
- * ranked rows (BENCHMARKS.md "nineteenth figures").
+ * themselves of the tokens whose pages read them (headTailBound) when every chunk after them has
+ * its index file (`changes`; else null, and each page sums its token's from the transfers too:
+ * deltaSums). A page at the head then reads only the ranked rows (BENCHMARKS.md "nineteenth
+ * figures").
  */
 function headTail(
 	db: Snapshot,
@@ -233,7 +237,7 @@ function headTail(
 		);
 		const counts = new Map(rows.map((r) => [String(r.token), Number(r.n)]));
 		const read = [...counts].filter(
-			([t, n]) => ranks.tokens[t] !== undefined && n <= Math.max(HEAD_TAIL_MIN, ranks.tokens[t] / 8),
+			([t, n]) => ranks.tokens[t] !== undefined && n <= headTailBound(ranks.tokens[t], true),
 		);
 		const indexed = db.chunks().every((c) => c.to <= ranks.to || db.indexed("erc20_holders", c));
 		if (!indexed) return { counts, changes: null };
