@@ -20,7 +20,7 @@ import { createKeyring } from "../src/api/keys.js";
 import { startFollowers } from "../src/follow/followers.js";
 import { createStore } from "../src/query/store/create-store.js";
 import { manifestPath } from "../src/store/format/layout.js";
-import type { Manifest } from "../src/store/format/records.js";
+import { headRanksOf, type Manifest, settledRanksOf } from "../src/store/format/records.js";
 import { unsettledChunks } from "../src/store/indexes/runs.js";
 import { flagUsage, startCli } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";
@@ -113,7 +113,7 @@ try {
 		const open = unsettledChunks(m);
 		const derived = open.filter((c) => c.indexes?.includes("erc20_balances")).length;
 		console.log(
-			`upkeep during the run: ${m.runs?.length ?? 0} runs listed, holder ranks through block ${m.ranks?.[0]?.to ?? "none"} (generation ${m.ranks?.[0]?.gen ?? "-"}), token metadata sets ${m.metadata?.length ?? 0}, stored head ${Math.max(...m.chunks.map((c) => c.to))}, chunks not settled with their balance deltas ${derived} of ${open.length}`,
+			`upkeep during the run: ${m.runs?.length ?? 0} runs listed, holder ranks through block ${settledRanksOf(m)?.to ?? "none"} (generation ${settledRanksOf(m)?.gen ?? "-"}), head ranks ${headRanksOf(m) ? `at block ${headRanksOf(m)?.to} (generation ${headRanksOf(m)?.gen}, ${Object.keys(headRanksOf(m)?.tokens ?? {}).length} tokens)` : "none"}, token metadata sets ${m.metadata?.length ?? 0}, stored head ${Math.max(...m.chunks.map((c) => c.to))}, chunks not settled with their balance deltas ${derived} of ${open.length}`,
 		);
 	}
 	await app.close();
