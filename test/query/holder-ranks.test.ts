@@ -432,7 +432,7 @@ describe("holder ranks", () => {
 describe("head ranks", () => {
 	const chain = `eip155-${CHAIN}`;
 	const headDir = () => join(root, "head");
-	/** Whether the files of `entries` all exist. */
+	/** Whether there are `files` and all exist. */
 	const allExist = (files: string[]) => files.length > 0 && files.every((f) => existsSync(f));
 	/** The ranked holders of `of` in the head ranks file, as pages give them. */
 	async function rankedRows(files: string[], of: string): Promise<Holder[]> {
@@ -634,7 +634,8 @@ describe("head ranks", () => {
 		};
 		expect(usableHeadRanks(headDir(), at({}))).toEqual(h);
 		expect(usableHeadRanks(headDir(), spanned)).toBeNull();
-		// Then due again (when there are usable holder ranks to build them on).
-		expect(headRanksDue(headDir(), spanned)).toBe(usableRanks(headDir(), spanned) !== null);
+		// Then due again: the holder ranks they are built on are still usable.
+		expect(usableRanks(headDir(), spanned)).not.toBeNull();
+		expect(headRanksDue(headDir(), spanned)).toBe(true);
 	});
 });
