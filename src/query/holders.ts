@@ -248,8 +248,11 @@ function headTail(
 				 FROM {erc20_holders} WHERE first_block > $since AND list_contains($tokens, token) GROUP BY token, address)`,
 				{ since: ranks.to, tokens: listValue(read.map(([t]) => t)) },
 				window,
-			))
-				changes.set(String(r.token), [...(changes.get(String(r.token)) ?? []), r]);
+			)) {
+				const of = changes.get(String(r.token));
+				if (of) of.push(r);
+				else changes.set(String(r.token), [r]);
+			}
 		return { counts, changes };
 	});
 }
@@ -257,14 +260,13 @@ function headTail(
 /**
  * tokenHolders after the block of head ranks holding `token` (store/holdings/head-ranks.ts), as
  * of block `n`: the token's changes since (a few blocks' worth: they are rebuilt every few; at the
- * head from `tail`), then
- * the ranked rows of the unchanged holdings that may be on the page (the next page's worth after
- * the cursor: unchanged, they keep their order) and those of the changed holdings, added up
- * here. Two small statements: the same sums and order in one statement (the tokenHolders path
- * for the holder ranks) cost 12 ms at M for a token of 9,091 holdings, most of it in planning and
- * running its dozen operators (BENCHMARKS.md "nineteenth figures"). Null past `max` changed
- * holdings (a busy token with few holdings, or head ranks left behind, as while a follower
- * catches up): the caller reads the holder ranks or sums instead.
+ * head from `tail`, else read here), then the ranked rows of the unchanged holdings that may be on
+ * the page (the next page's worth after the cursor: unchanged, they keep their order) and those of
+ * the changed holdings, added up here. The same sums and order in one statement (the tokenHolders
+ * path for the holder ranks) cost 12 ms at M for a token of 9,091 holdings, most of it in planning
+ * and running its dozen operators (BENCHMARKS.md "nineteenth figures"). Null past `max` changed
+ * holdings (a busy token with few holdings there): the caller reads the holder ranks or sums
+ * instead.
  */
 async function headRankedPage(
 	db: Snapshot,
