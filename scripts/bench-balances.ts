@@ -5,7 +5,8 @@
  * (all of them, and the route's first page of 100) and NFT inventory at the head and at a past block (mid-history, so a merged run straddles it),
  * the first page of a token's holders and of the busiest NFT collection's owners at the head and
  * at that block, for the targets `npm run synth` picked. Prints p50/p99 ms per case; figures are
- * printed, never asserted. Holders pages are timed with the holder ranks and with them hidden.
+ * printed, never asserted. Holders pages are timed with the holder ranks (and head ranks, in a
+ * followed folder) and with them hidden.
  * `--only holders` times those alone.
  */
 import { readFileSync } from "node:fs";
@@ -110,9 +111,12 @@ if (busiest && values.only !== "holders") {
 // ranks' block (read through them), at the mid-history block (before it: summed), and page 5.
 const ranks = store.snapshot(chain).ranks();
 say(`\nholder ranks: ${ranks ? `blocks ${ranks.from}..${ranks.to}, ${ranks.rows} holdings` : "none"}`);
+const recent = store.snapshot(chain).headRanks();
+if (recent)
+	say(`head ranks: at block ${recent.to}, ${Object.keys(recent.tokens).length} tokens, ${recent.rows} holdings`);
 const snapshot = (ranked: boolean): Snapshot => {
 	const db = store.snapshot(chain);
-	return ranked ? db : { ...db, ranks: () => null };
+	return ranked ? db : { ...db, ranks: () => null, headRanks: () => null };
 };
 for (const [kind, counted] of Object.entries(targets.tokens)) {
 	const token = counted[0]?.value as string;
