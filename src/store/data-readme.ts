@@ -182,7 +182,7 @@ CHAINLAKE_TOKEN_URIS=0 leaves token URIs out (one node call per NFT id).
 	const ranksSection = `## Holder ranks
 
 Files of one entry (the manifest's \`ranks\`): \`${RANKS}/${RANKS}_<from>_<to>_g<gen>.parquet\`, in key-range
-parts by token (\`.p<i>.parquet\` as the index files; \`rankParts\` in the entry, absent: one file), every
+parts by token (\`.p<i>.parquet\` as the index files; \`rankParts\` in the entry, absent: one file, rebuilt), every
 ERC-20 holding's balance as of block \`<to>\`, the end of the longest prefix of the chain whose
 \`erc20_holders\` rows are all in index files: of its settled chunks in a folder a follower keeps
 (\`final_through\` listed), of all its chunks in one no follower keeps. Sorted by token and, per

@@ -311,6 +311,9 @@ describe("holder ranks", () => {
 		const inside = { ...m, generation: (m.generation ?? 0) + 100, ranks: [{ ...r, to: (run?.from ?? 0) + 1 }] };
 		expect(usableRanks(dir(), inside)).toBeNull();
 		expect(ranksDue(dir(), inside)).toBe(true);
+		// Written before key-range parts (one file): due, to be rewritten in parts.
+		expect(ranksDue(dir(), m)).toBe(false);
+		expect(ranksDue(dir(), { ...m, ranks: [{ ...r, rankParts: undefined }] })).toBe(true);
 	});
 
 	it("are read only for tokens whose holdings fill row groups of their own, counted from the file's statistics", async () => {

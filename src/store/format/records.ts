@@ -155,7 +155,7 @@ export interface RankEntry extends RangeId {
 	rows: number;
 	/** The wallet records' key-range parts; absent: an entry written before them, with a WALLETS file. */
 	walletRecordParts?: number;
-	/** The ranks file's key-range parts by token (holder-ranks.ts); absent: one file, as written before parts. */
+	/** The ranks file's key-range parts by token (holder-ranks.ts); absent: one file, as written before parts (then rebuilt: ranksDue). */
 	rankParts?: number;
 	/**
 	 * Present in an entry of head ranks (holdings/head-ranks.ts) alone: the tokens it ranks (each with

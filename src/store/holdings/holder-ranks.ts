@@ -233,8 +233,10 @@ export function usableRanks(dataDir: string, m: Manifest | null): RankEntry | nu
 /**
  * Whether the ranks should be rebuilt: the rankable prefix moved past them, the listed ones are
  * no longer usable, or they were written before wallet records (their wallet file is not read any
- * more). (Usable ranks beyond the rankable prefix, written before a follower took the folder
- * over, are kept.)
+ * more) or before key-range parts (one file, which every page of a token walks whole: at L, 16M
+ * rows, a followed folder's page of a large token through them took 114-165 ms against 34-46
+ * summed, BENCHMARKS.md "nineteenth figures"). (Usable ranks beyond the rankable prefix, written
+ * before a follower took the folder over, are kept.)
  */
 export function ranksDue(dataDir: string, m: Manifest): boolean {
 	const prefix = rankable(m);
@@ -245,6 +247,7 @@ export function ranksDue(dataDir: string, m: Manifest): boolean {
 		r.from !== prefix.from ||
 		r.to < prefix.to ||
 		r.walletRecordParts === undefined ||
+		r.rankParts === undefined ||
 		usableRanks(dataDir, m) === null
 	);
 }
