@@ -224,6 +224,17 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 	});
 	const conn: DuckDBConnection = await instance.connect();
 	/**
+	 * Stages the rows of `query` into folder `staged`, a folder per equal-width part of column `key`
+	 * (`_part=<i>`, partNumberSql), its files named by `pattern` (DuckDB's FILENAME_PATTERN) if given.
+	 */
+	const stageByPart = (query: string, key: string, parts: number, staged: string, pattern?: string) =>
+		conn.run(
+			`COPY (SELECT *, ${partNumberSql(key, parts)} AS _part FROM (${query})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION ${quote(STAGING_COMPRESSION)}, ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), ${pattern ? `FILENAME_PATTERN ${quote(pattern)}, ` : ""}OVERWRITE_OR_IGNORE true)`,
+		);
+	/** The rows stageByPart put in part `i` of `staged` (a folder present: readdir). */
+	const stagedPart = (staged: string, i: number) =>
+		`SELECT * FROM read_parquet(${quote(join(staged, `_part=${i}`, "*.parquet"))}, hive_partitioning = false)`;
+	/**
 	 * Writes index `index`'s rows sorted at `path`, in key-range parts when there are more rows than
 	 * one part holds. `rows` counts them; `partRows(i, parts)` gives part i's rows (a SELECT of our
 	 * own text, unsorted), read by each part's COPY, which sorts only its own key range: sorting
@@ -235,17 +246,6 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 	 * parts, which the next writer's start removes; a failed write (a full disk) removes its own
 	 * (util/temp-files.ts), parts already renamed too (no manifest lists them).
 	 */
-	/**
-	 * Stages the rows of `query` into folder `staged`, a folder per equal-width part of column `key`
-	 * (`_part=<i>`, partNumberSql), its files named by `pattern` (DuckDB's FILENAME_PATTERN) if given.
-	 */
-	const stageByPart = (query: string, key: string, parts: number, staged: string, pattern?: string) =>
-		conn.run(
-			`COPY (SELECT *, ${partNumberSql(key, parts)} AS _part FROM (${query})) TO ${quote(staged)} (FORMAT parquet, COMPRESSION ${quote(STAGING_COMPRESSION)}, ROW_GROUP_SIZE ${STAGING_ROW_GROUP_SIZE}, PARTITION_BY (_part), ${pattern ? `FILENAME_PATTERN ${quote(pattern)}, ` : ""}OVERWRITE_OR_IGNORE true)`,
-		);
-	/** The rows stageByPart put in part `i` of `staged` (a folder present: readdir). */
-	const stagedPart = (staged: string, i: number) =>
-		`SELECT * FROM read_parquet(${quote(join(staged, `_part=${i}`, "*.parquet"))}, hive_partitioning = false)`;
 	const writeParts = async (
 		index: IndexName,
 		count: number,
