@@ -9,7 +9,16 @@ import type { RangeId } from "../format/layout.js";
 import { nextGeneration, rankFiles, rankPath } from "../format/manifest.js";
 import { HEAD_RANKS, headRanksOf, type Manifest, RANKS, type RankEntry, rankTablesOf } from "../format/records.js";
 import { indexFiles } from "../indexes/listing.js";
-import { indexedChain, RANK_COPY_OPTIONS, rankedSql, usableRanks, writeRankParts } from "./holder-ranks.js";
+import {
+	indexedChain,
+	type PerState,
+	perManifestState,
+	RANK_COPY_OPTIONS,
+	rankedSql,
+	standsAt,
+	usableRanks,
+	writeRankParts,
+} from "./holder-ranks.js";
 
 /*
  * Head ranks: in a folder a follower keeps, the holder ranks (holder-ranks.ts) stop at its settled
@@ -53,7 +62,7 @@ export const HEAD_RANKS_ROWS_PER_BLOCK = 80_000;
 /** A head ranks entry (its tokens listed). */
 export type HeadRanks = RankEntry & { tokens: Record<string, number> };
 
-const usable = new WeakMap<Manifest, { key: string; entry: HeadRanks | null }>();
+const usable: PerState<HeadRanks | null> = new WeakMap();
 
 export interface HeadRankOptions {
 	/** HEAD_RANKS_MIN_CHANGES by default. */
@@ -66,24 +75,17 @@ export interface HeadRankOptions {
 
 /**
  * The listed head ranks, if readers can use them with manifest `m`: the chain still starts where
- * they do, a chunk still ends at their block with its hash, and no holders index file spans it.
- * (The chunks before their block need not be indexed any more: the ranks hold those balances.)
+ * they do and they still stand at their block (standsAt). (The chunks before their block need not
+ * be indexed any more: the ranks hold those balances.) Once per manifest state: each holders page
+ * asks.
  */
 export function usableHeadRanks(dataDir: string, m: Manifest | null): HeadRanks | null {
 	const h = headRanksOf(m);
 	if (!m || !h?.tokens || m.chunks.length === 0) return null;
-	// Once per manifest state (each holders page asks).
-	const key = `${m.generation ?? 0}\0${m.runs?.length ?? 0}\0${m.chunks.length}`;
-	const cached = usable.get(m);
-	if (cached?.key === key) return cached.entry;
-	const first = Math.min(...m.chunks.map((c) => c.from));
-	const ok =
-		first === h.from &&
-		m.chunks.some((c) => c.to === h.to && c.last_hash === h.last_hash) &&
-		indexFiles(dataDir, m, "erc20_holders", [h.to, h.to + 1]).every((f) => !(f.from <= h.to && f.to > h.to));
-	const entry = ok ? (h as HeadRanks) : null;
-	usable.set(m, { key, entry });
-	return entry;
+	return perManifestState(usable, m, () => {
+		const first = Math.min(...m.chunks.map((c) => c.from));
+		return first === h.from && standsAt(dataDir, m, h) ? (h as HeadRanks) : null;
+	});
 }
 
 /** Where head ranks would be built now: the indexed chain's end, if past usable holder ranks. */

@@ -204,30 +204,42 @@ export const indexedChain = (m: Manifest, through = Number.POSITIVE_INFINITY): R
 		[...m.chunks].filter((c) => c.to <= through).sort((a, b) => a.from - b.from),
 	);
 
-const usable = new WeakMap<Manifest, { key: string; entry: RankEntry | null }>();
+/** A value computed once per manifest state (a writer's manifest changes in place; its saves bump the generation). */
+export type PerState<V> = WeakMap<Manifest, { key: string; value: V }>;
+export function perManifestState<V>(cache: PerState<V>, m: Manifest, compute: () => V): V {
+	const key = `${m.generation ?? 0}\0${m.runs?.length ?? 0}\0${m.chunks.length}`;
+	const cached = cache.get(m);
+	if (cached?.key === key) return cached.value;
+	const value = compute();
+	cache.set(m, { key, value });
+	return value;
+}
+
+/**
+ * Whether ranks at `r` still stand in manifest `m`: a chunk ends at their block with its hash (no
+ * reorg replaced it, no compaction merged it with later blocks) and no holders index file spans it
+ * (a run merged across it), so the changes after it can be told apart.
+ */
+export const standsAt = (dataDir: string, m: Manifest, r: RangeId): boolean =>
+	m.chunks.some((c) => c.to === r.to && c.last_hash === r.last_hash) &&
+	indexFiles(dataDir, m, "erc20_holders", [r.to, r.to + 1]).every((f) => !(f.from <= r.to && f.to > r.to));
+
+const usable: PerState<RankEntry | null> = new WeakMap();
 
 /**
  * The listed ranks, if readers can use them with manifest `m`: the chain still starts where they
- * do, every chunk up to their last block has its holders rows in index files, a chunk still ends
- * at that block with its hash (no reorg replaced it, no compaction merged it with later blocks),
- * and no index file spans it (a run merged across it). Settled or not: that decides only where
- * ranks are built (rankable). Computed once per manifest state.
+ * do, every chunk up to their last block has its holders rows in index files, and they still
+ * stand at their block (standsAt). Settled or not: that decides only where ranks are built
+ * (rankable). Computed once per manifest state.
  */
 export function usableRanks(dataDir: string, m: Manifest | null): RankEntry | null {
 	const r = settledRanksOf(m);
 	if (!m || !r) return null;
-	const key = `${m.generation ?? 0}\0${m.runs?.length ?? 0}\0${m.chunks.length}`;
-	const cached = usable.get(m);
-	if (cached?.key === key) return cached.entry;
-	const prefix = indexedChain(m);
-	const ok =
-		prefix !== null &&
-		prefix.from === r.from &&
-		prefix.to >= r.to &&
-		m.chunks.some((c) => c.to === r.to && c.last_hash === r.last_hash) &&
-		indexFiles(dataDir, m, "erc20_holders").every((f) => !(f.from <= r.to && f.to > r.to));
-	usable.set(m, { key, entry: ok ? r : null });
-	return ok ? r : null;
+	return perManifestState(usable, m, () => {
+		const prefix = indexedChain(m);
+		const ok = prefix !== null && prefix.from === r.from && prefix.to >= r.to && standsAt(dataDir, m, r);
+		return ok ? r : null;
+	});
 }
 
 /**
