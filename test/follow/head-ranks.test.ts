@@ -4,9 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tokenHolders } from "../../src/query/holders.js";
 import { createStore } from "../../src/query/store/create-store.js";
-import type { Snapshot } from "../../src/query/store/store.js";
 import { rankFiles, readManifestSafe } from "../../src/store/format/manifest.js";
 import { headRanksOf, type Manifest } from "../../src/store/format/records.js";
 import { usableHeadRanks } from "../../src/store/holdings/head-ranks.js";
@@ -14,6 +12,7 @@ import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 import { followUntil } from "../helpers/followed-lake.js";
+import { holderPages } from "../helpers/holder-pages.js";
 import { nodeCall, sendMined } from "../helpers/node-rpc.js";
 
 /**
@@ -50,18 +49,6 @@ async function moves(n: number, amount: bigint): Promise<number> {
 		});
 	return last;
 }
-/** Every holder of the token at the head, by pages of `limit`. */
-async function holders(db: Snapshot, limit: number) {
-	const out = [];
-	let after: Parameters<typeof tokenHolders>[2]["after"];
-	for (let i = 0; i < 50; i++) {
-		const page = await tokenHolders(db, token, { limit, after });
-		out.push(...page.holders);
-		if (!page.hasMore) return out;
-		after = page.next;
-	}
-	throw new Error("more than 50 pages");
-}
 /** The follower's holders pages against a clean backfill's, reading its head ranks. */
 async function sameAsBackfill(name: string) {
 	const clean = join(root, name);
@@ -70,9 +57,9 @@ async function sameAsBackfill(name: string) {
 	try {
 		const db = () => mine.snapshot(CHAIN_ID);
 		expect(Object.keys(db().headRanks()?.tokens ?? {})).toContain(token);
-		const want = await holders(theirs.snapshot(CHAIN_ID), 1000);
+		const want = await holderPages(theirs.snapshot(CHAIN_ID), token, 1000);
 		expect(want.length).toBeGreaterThan(3);
-		for (const limit of [1, 4, 1000]) expect(await holders(db(), limit)).toEqual(want);
+		for (const limit of [1, 4, 1000]) expect(await holderPages(db(), token, limit)).toEqual(want);
 	} finally {
 		mine.close();
 		theirs.close();

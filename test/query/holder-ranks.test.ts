@@ -6,7 +6,7 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { encodeDeployData, encodeFunctionData, parseAbi } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tokenBalances, tokenBalancesPage } from "../../src/query/balances.js";
-import { type Holder, type HolderCursor, tokenHolders } from "../../src/query/holders.js";
+import { type Holder, tokenHolders } from "../../src/query/holders.js";
 import { createStore } from "../../src/query/store/create-store.js";
 import type { Snapshot, Store } from "../../src/query/store/store.js";
 import { saveManifest } from "../../src/store/delta/save-manifest.js";
@@ -22,6 +22,7 @@ import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { compileContracts } from "../../src/workload/compile.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
+import { holderPages } from "../helpers/holder-pages.js";
 import { nodeCall, receiptBlock, sendMined } from "../helpers/node-rpc.js";
 
 /**
@@ -126,22 +127,9 @@ afterAll(async () => {
 /** `db` with its ranks hidden: every holding summed from the index files, as before ranks. */
 const withoutRanks = (db: Snapshot): Snapshot => ({ ...db, ranks: () => null, headRanks: () => null });
 
-/**
- * Every holder of the token (or `of`) as of `at`, paged `limit` at a time with the returned cursor
- * (`headTailMax`: tokenHolders's).
- */
-async function allPages(db: Snapshot, limit: number, at?: number, of = token, headTailMax?: number): Promise<Holder[]> {
-	const out: Holder[] = [];
-	let after: HolderCursor | undefined;
-	for (let i = 0; i < 100; i++) {
-		const page = await tokenHolders(db, of, { limit, after }, at, headTailMax);
-		expect(page.holders.length).toBeLessThanOrEqual(limit);
-		out.push(...page.holders);
-		if (!page.hasMore) return out;
-		after = page.next;
-	}
-	throw new Error("more than 100 pages");
-}
+/** Every holder of the token (or `of`) as of `at`, paged `limit` at a time (holderPages). */
+const allPages = (db: Snapshot, limit: number, at?: number, of = token, headTailMax?: number): Promise<Holder[]> =>
+	holderPages(db, of, limit, at, headTailMax);
 
 describe("holder ranks", () => {
 	it("in a folder no follower keeps reach its tip; a page there is their rows, in key-range parts, as summing gives", async () => {
@@ -176,17 +164,7 @@ describe("holder ranks", () => {
 			expect(db().ranks()?.to).toBe(head);
 			expect(await db().ranked(token)).toBe(false);
 			for (const t of [token, token2]) {
-				const pages = async (d: Snapshot, limit: number) => {
-					const out: Holder[] = [];
-					let after: HolderCursor | undefined;
-					for (let i = 0; i < 100; i++) {
-						const page = await tokenHolders(d, t, { limit, after });
-						out.push(...page.holders);
-						if (!page.hasMore) return out;
-						after = page.next;
-					}
-					throw new Error("more than 100 pages");
-				};
+				const pages = (d: Snapshot, limit: number) => holderPages(d, t, limit);
 				const whole = await pages(withoutRanks(db()), 1000);
 				expect(whole.length).toBeGreaterThan(3);
 				for (const limit of [1, 3, 1000]) expect(await pages(db(), limit)).toEqual(whole);
