@@ -23,6 +23,8 @@ export const CRASH_POINTS = [
 	"parquet.write.renamed", // the file renamed into place, its staged NDJSON not yet removed
 	"parquet.merge.tmp-written", // a merged (compacted or ghost) <file>.tmp complete, not yet renamed
 	"parquet.derive.tmp-written", // an index's <file>.tmp complete, not yet renamed
+	// store/files/lookup-db-writer.ts
+	"lookup-db.tmp-written", // a lookup database's <file>.tmp complete (checkpointed, synced), not yet renamed
 	// store/format/manifest.ts
 	"manifest.tmp-written", // _manifest.json.tmp complete, not yet renamed over _manifest.json
 	"manifest.saved", // the new manifest in place (the commit), the caller not yet told
@@ -46,6 +48,7 @@ export const CRASH_POINTS = [
 	// store/indexes/runs.ts
 	"runs.merged", // a merged index run file written, no filter yet, the manifest still lists its inputs
 	"runs.filter-written", // the run's key filter written too, the manifest still lists the inputs
+	"runs.lookup-db-written", // a lookup index's run: its DuckDB database written too, the manifest still lists the inputs
 	"runs.committed", // the manifest lists the run, its inputs not yet deleted
 	// store/chunks/chunk-merges.ts
 	"chunks.merged", // a merged chunk's dataset and index files written, the manifest still lists its inputs

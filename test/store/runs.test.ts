@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { cp, mkdtemp, readFile, rm, truncate } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
@@ -11,10 +11,12 @@ import { createStore } from "../../src/query/store/create-store.js";
 import type { Store } from "../../src/query/store/store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { DEFERRED, INDEX_NAMES, INDEXES, REPLACED } from "../../src/store/format/indexes.js";
+import { partPaths } from "../../src/store/format/key-parts.js";
 import { manifestPath, partitionPath } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/records.js";
+import type { Manifest, RunEntry } from "../../src/store/format/records.js";
 import { filterPath, loadKeyFilter } from "../../src/store/indexes/key-filter.js";
 import { isIndexed } from "../../src/store/indexes/listing.js";
+import { lookupDbPath } from "../../src/store/indexes/lookup-db.js";
 import { FAN_IN, partitionsOf, settledChunks } from "../../src/store/indexes/runs.js";
 import { reindexChain } from "../../src/store/repair/reindex.js";
 import { parseChainId } from "../../src/util/chain.js";
@@ -211,6 +213,83 @@ describe("merged index runs", () => {
 		}
 	}, 240_000);
 
+	it("block_records runs carry a lookup database of their rows that block lookups attach and read; without it the Parquet parts answer", async () => {
+		const dir = join(root, "merged");
+		const m = await manifestOf(dir);
+		const runs = (m.runs ?? []).filter((r) => r.index === "block_records");
+		expect(runs.length).toBeGreaterThan(1);
+		// Only the kinds marked so have them.
+		expect((m.runs ?? []).filter((r) => r.lookup_db).every((r) => r.index === "block_records")).toBe(true);
+		const views = await openViews(dir, CHAIN);
+		const dbOf = (r: RunEntry) => lookupDbPath(partitionPath(dir, m.chain, r.index, r));
+		try {
+			for (const [i, r] of runs.entries()) {
+				expect(r.lookup_db, `${r.from}..${r.to}`).toBe(true);
+				const path = partitionPath(dir, m.chain, r.index, r);
+				const parts = partPaths(path, r.parts)
+					.map((p) => `'${p}'`)
+					.join(", ");
+				await views.rows(`ATTACH '${dbOf(r)}' AS look_${i} (READ_ONLY)`);
+				const inParquet = await views.rows(`SELECT hash, record FROM read_parquet([${parts}]) ORDER BY hash`);
+				expect(inParquet.length).toBe(r.rows);
+				expect(await views.rows(`SELECT hash, record FROM look_${i}.records ORDER BY hash`)).toEqual(inParquet);
+			}
+		} finally {
+			views.close();
+		}
+		const hashes = async (d: string) => {
+			const v = await openViews(d, CHAIN);
+			try {
+				return (await v.rows("SELECT hash AS h, number AS n FROM blocks ORDER BY number")).map((x) => ({
+					h: String(x.h),
+					n: Number(x.n),
+				}));
+			} finally {
+				v.close();
+			}
+		};
+		const blocks = await hashes(dir);
+		const whole = await serve(join(root, "whole"));
+		/** Every block by hash through `get`, against the unmerged folder's; the lookup databases `store` attached. */
+		const answersAll = async (get: Get, store: Store) => {
+			for (const { h } of blocks) {
+				const [a, w] = await Promise.all([get(`/blocks/${h}`), whole(`/blocks/${h}`)]);
+				expect(a.statusCode, `${h}: ${a.body}`).toBe(200);
+				expect(a.json()).toEqual(w.json());
+			}
+			expect((await get(`/blocks/0x${"ab".repeat(32)}`)).statusCode).toBe(404);
+			const attached = await store.query(`eip155-${CHAIN}`, "SELECT path FROM duckdb_databases() WHERE NOT internal");
+			return attached.map((x) => String(x.path)).filter((p) => p.endsWith(".duckdb"));
+		};
+		// Every run's database attached by the lookups of its blocks.
+		const merged = await serve(dir);
+		expect((await answersAll(merged, (apps.at(-1) as { store: Store }).store)).sort()).toEqual(runs.map(dbOf).sort());
+
+		// A folder whose runs were merged before lookup databases (no flag, no file): the parts
+		// answer, and the background merges (here reindex's) write the databases.
+		const older = join(root, "no-lookup-db");
+		await cp(dir, older, { recursive: true });
+		const stripped = await manifestOf(older);
+		for (const r of stripped.runs ?? []) {
+			await rm(lookupDbPath(partitionPath(older, m.chain, r.index, r)), { force: true });
+			delete r.lookup_db;
+		}
+		await writeFile(manifestPath(older, m.chain), JSON.stringify(stripped));
+		expect(await answersAll(await serve(older), (apps.at(-1) as { store: Store }).store)).toEqual([]);
+		await reindexChain(older, { id: `eip155-${CHAIN}`, number: CHAIN });
+		const redone = await manifestOf(older);
+		const olderRuns = (redone.runs ?? []).filter((r) => r.index === "block_records");
+		expect(olderRuns.map((r) => [r.from, r.to, r.lookup_db])).toEqual(runs.map((r) => [r.from, r.to, true]));
+		for (const r of olderRuns) expect(existsSync(lookupDbPath(partitionPath(older, m.chain, r.index, r)))).toBe(true);
+		expect(await answersAll(await serve(older), (apps.at(-1) as { store: Store }).store)).toHaveLength(runs.length);
+
+		// Listed but gone (deleted by hand): the lookup reads the run's parts instead, every answer whole.
+		const lost = join(root, "lost-lookup-db");
+		await cp(dir, lost, { recursive: true });
+		for (const r of runs) await rm(lookupDbPath(partitionPath(lost, m.chain, r.index, r)));
+		expect(await answersAll(await serve(lost), (apps.at(-1) as { store: Store }).store)).toEqual([]);
+	}, 240_000);
+
 	it("a damaged run: verify names it and the reindex command, the API answers 503, reindex rebuilds it", async () => {
 		const dir = join(root, "damaged-run");
 		await cp(join(root, "merged"), dir, { recursive: true });
@@ -259,9 +338,16 @@ describe("merged index runs", () => {
 		const [first, last] = [settled[0], settled.at(-1)];
 		if (!first || !last) throw new Error("no settled chunks");
 		const args = ["--data-dir", dir, "--whole-history", "--delta", "off"];
-		// Killed at each step of a run's merge (written, filter written, committed), then run again:
+		// Killed at each step of a run's merge (written, filter written, a block run's lookup database
+		// half and wholly written, committed), then run again:
 		// after each kill the folder reads whole through its manifest.
-		for (const point of ["runs.merged", "runs.filter-written", "runs.committed"]) {
+		for (const point of [
+			"runs.merged",
+			"runs.filter-written",
+			"lookup-db.tmp-written",
+			"runs.lookup-db-written",
+			"runs.committed",
+		]) {
 			const crashed = await runScript("reindex.ts", args, { CHAINLAKE_CRASH_AT: point });
 			expect(crashed.signal, crashed.stderr).toBe("SIGKILL");
 			expect(crashed.stderr).toContain(`crash point ${point}:1 reached`);

@@ -24,6 +24,7 @@ import { chainListing } from "./chain-listing.js";
 import { openConnectionPool } from "./connection-pool.js";
 import { fileHealth } from "./file-health.js";
 import { keyFilters } from "./key-filters.js";
+import { lookupDbs } from "./lookup-dbs.js";
 import { manifestMemo } from "./manifest-memo.js";
 import { manifestStates } from "./manifest-states.js";
 import { placeholderExpander } from "./placeholder-expander.js";
@@ -54,8 +55,10 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 	const health = fileHealth(dataDir, options);
 	const { manifestState, manifestOf, snapshotOf } = manifestStates(dataDir, health.sweep);
 	const keys = keyFilters(dataDir, options);
-	const expand = placeholderExpander(dataDir, keys.filters);
-	const run = queryRunner({ budgetMs, maxAgeMs, options, pool, health, keys, expand });
+	// A reader over a bucket reads the Parquet parts it fetches, never a lookup database.
+	const dbs = options.files ? undefined : lookupDbs(dataDir);
+	const expand = placeholderExpander(dataDir, keys.filters, dbs);
+	const run = queryRunner({ budgetMs, maxAgeMs, options, pool, health, keys, expand, dbs });
 	const ranksMinHoldings = options.ranksMinHoldings ?? RANKS_MIN_HOLDINGS;
 	const ranked = rankedCounts(dataDir, options, budgetMs, run);
 	const memo = manifestMemo();

@@ -28,15 +28,17 @@ import { SCHEMAS } from "../../store/format/schema.js";
 import { RANK_COLUMNS, WALLET_RECORD_COLUMNS } from "../../store/holdings/holder-ranks.js";
 import type { KeyFilter } from "../../store/indexes/key-filter.js";
 import { indexFiles } from "../../store/indexes/listing.js";
+import type { LookupDbs } from "./lookup-dbs.js";
 
 /** `{dataset}`, `{index}` or `{name@from-to}` (with its own block window) in a statement's text. */
 export const PLACEHOLDER = /\{([a-z][a-z0-9_]*)(?:@(\d{1,15})-(\d{1,15}))?\}/g;
 
 /**
  * Counts the files a statement reads (and lists them, when `paths` is given); `lists`: each
- * relation's files, bound as the statement's parameters `$files_<i>` (fileListParam).
+ * relation's files, bound as the statement's parameters `$files_<i>` (fileListParam); `dbs`: the
+ * lookup databases it reads (lookup-dbs.ts), to be attached before it runs.
  */
-export type FilesRead = { files: number; paths?: string[]; lists: string[][] };
+export type FilesRead = { files: number; paths?: string[]; lists: string[][]; dbs?: string[] };
 
 /**
  * The file lists of a statement as its parameters. The text names them (`read_parquet($files_0)`)
@@ -46,8 +48,11 @@ export type FilesRead = { files: number; paths?: string[]; lists: string[][] };
  */
 export const fileListParam = (i: number) => `files_${i}`;
 
-/** `filters`: the key filters loaded so far, by file (key-filters.ts); a run without one is read. */
-export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string, KeyFilter>) {
+/**
+ * `filters`: the key filters loaded so far, by file (key-filters.ts); a run without one is read.
+ * `dbs`: the lookup databases, where a key's lookup may read them (not from a bucket).
+ */
+export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string, KeyFilter>, dbs?: LookupDbs) {
 	/** `{dataset}` → the files `manifest` lists (of the chunks overlapping `window`, if given), or a
 	 * typed empty relation while there are none. `{ghost_blocks}` is the reorged-out blocks, with
 	 * the columns of blocks; an index (`{transfers_by_address}`) has its source's columns plus `address`;
@@ -96,18 +101,32 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 			const ghost = name === GHOST_DATASET;
 			const index = name in INDEXES ? INDEXES[name as IndexName] : undefined;
 			if (!ghost && !index && !DATASETS.includes(name as DatasetName)) return whole;
+			const placed =
+				index && manifest
+					? indexFiles(dataDir, manifest, name as IndexName, window).filter(
+							(f) => key === undefined || !f.filter || filters.get(f.filter)?.has(key) !== false,
+						)
+					: [];
+			// A key's lookup reads the runs that have a lookup database from it (lookup-dbs.ts).
+			const looked = key !== undefined && dbs ? placed.filter((f) => f.db !== undefined && dbs.usable(f.db)) : [];
 			const files = ghost
 				? ghostFiles(dataDir, manifest)
 				: index
-					? manifest
-						? indexFiles(dataDir, manifest, name as IndexName, window)
-								.filter((f) => key === undefined || !f.filter || filters.get(f.filter)?.has(key) !== false)
-								// A key reads the one key-range part it can be in (store/format/key-parts.ts).
-								.flatMap((f) =>
-									key === undefined ? partPaths(f.path, f.parts) : [partPath(f.path, partOf(key.toLowerCase(), f))],
-								)
-						: []
+					? placed
+							.filter((f) => !looked.includes(f))
+							// A key reads the one key-range part it can be in (store/format/key-parts.ts).
+							.flatMap((f) =>
+								key === undefined ? partPaths(f.path, f.parts) : [partPath(f.path, partOf(key.toLowerCase(), f))],
+							)
 					: listedFiles(dataDir, manifest, name as DatasetName, window);
+			if (looked.length > 0 && dbs) {
+				const paths = looked.map((f) => f.db as string);
+				read.files += paths.length;
+				read.dbs = [...(read.dbs ?? []), ...paths];
+				const relations = paths.map((p) => `SELECT * FROM ${dbs.relation(p)}`);
+				if (files.length > 0) relations.push(`SELECT * FROM ${readFiles(files, read)}`);
+				return relations.length === 1 ? dbs.relation(paths[0] as string) : `(${relations.join(" UNION ALL BY NAME ")})`;
+			}
 			if (files.length > 0) return readFiles(files, read);
 			const source = ghost ? "blocks" : (index?.source ?? (name as DatasetName));
 			const own: Record<string, string> | undefined = index && "columns" in index ? index.columns : undefined;

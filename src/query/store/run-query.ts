@@ -11,7 +11,8 @@ import { UnavailableError } from "../unavailable-error.js";
 import type { ConnectionPool } from "./connection-pool.js";
 import type { FileHealth } from "./file-health.js";
 import type { KeyFilters } from "./key-filters.js";
-import { fileListParam, type placeholderExpander } from "./placeholder-expander.js";
+import type { LookupDbs } from "./lookup-dbs.js";
+import { type FilesRead, fileListParam, type placeholderExpander } from "./placeholder-expander.js";
 import { resultRows } from "./result-rows.js";
 import type { Params, Row } from "./store.js";
 import type { StoreOptions } from "./store-options.js";
@@ -43,14 +44,16 @@ export function queryRunner(parts: {
 	health: FileHealth;
 	keys: KeyFilters;
 	expand: ReturnType<typeof placeholderExpander>;
+	/** The lookup databases the expander names, attached here before a statement reads them. */
+	dbs?: LookupDbs;
 }): RunQuery {
 	const { budgetMs, maxAgeMs, options, pool, health, expand } = parts;
 	const { loadFilters, filtersOf } = parts.keys;
 	const { damagedFiles, damagedError, damageBehind } = health;
 	const run: RunQuery = async (manifest, sql, params, budget, window, key) => {
 		if (key !== undefined) await loadFilters(filtersOf(manifest, sql, window));
-		const read = { files: 0, paths: [] as string[], lists: [] as string[][] };
-		const text = expand(manifest, sql, window, key, read);
+		const read: FilesRead & { paths: string[] } = { files: 0, paths: [], lists: [] };
+		let text = expand(manifest, sql, window, key, read);
 		// A file known damaged: say so at once (DuckDB would fail on it, or read what is left).
 		if (manifest && (health.damagedOf(manifest.chain)?.size ?? 0) > 0) {
 			const bad = damagedFiles(manifest.chain, read.paths);
@@ -72,6 +75,14 @@ export function queryRunner(parts: {
 				);
 			}
 		const c = await pool.acquire(budget.since);
+		// An older snapshot's request may read a database for as long as it may start and run a query.
+		if (manifest && parts.dbs) await parts.dbs.sweep(c.conn, manifest, maxAgeMs + budgetMs);
+		// A lookup database that cannot be attached (missing, damaged) is left for the Parquet parts
+		// it copies: the statement is expanded again without it.
+		if (read.dbs && parts.dbs && !(await parts.dbs.attach(c.conn, read.dbs))) {
+			read.lists = [];
+			text = expand(manifest, sql, window, key, read);
+		}
 		// (A reader over a bucket holds its files in the cache until the query ends, and the bucket
 		// keeps replaced files for the lake's retention: a long fetch is no reason to refuse.)
 		if (!options.files && performance.now() - budget.since > maxAgeMs) {

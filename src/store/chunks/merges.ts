@@ -9,6 +9,7 @@ import type { ChunkEntry, Manifest } from "../format/records.js";
 import { metadataDue, metadataStep } from "../holdings/token-metadata.js";
 import { filterPath } from "../indexes/key-filter.js";
 import { isIndexed } from "../indexes/listing.js";
+import { lookupDbDue, lookupDbStep } from "../indexes/lookup-db.js";
 import { mergeStep, planMerge, settledChunks, unsettledChunks } from "../indexes/runs.js";
 import { chunkMergeStep, planChunkMerge } from "./chunk-merges.js";
 import { deriveIndexes } from "./chunk-store.js";
@@ -84,6 +85,7 @@ export const mergeDue = (dataDir: string, m: Manifest, metadata?: MetadataSource
 	underived(m) !== null ||
 	underived(m, true) !== null ||
 	INDEX_NAMES.some((i) => planMerge(dataDir, m, i) !== null) ||
+	lookupDbDue(m) !== undefined ||
 	planChunkMerge(m) !== null;
 
 /**
@@ -107,6 +109,9 @@ export async function mergeNext(
 		const gone = await mergeStep(writer, dataDir, m, index, exclusive);
 		if (gone) return gone;
 	}
+	// Runs merged before lookup databases existed, or renamed by a type upgrade.
+	const looked = await lookupDbStep(writer, dataDir, m, exclusive);
+	if (looked) return looked;
 	return chunkMergeStep(writer, dataDir, m, exclusive);
 }
 

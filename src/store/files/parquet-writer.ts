@@ -22,6 +22,7 @@ import {
 } from "../format/key-parts.js";
 import { stagingDir } from "../format/layout.js";
 import { SCHEMAS, SORT_KEY } from "../format/schema.js";
+import { writeLookupDb } from "./lookup-db-writer.js";
 import { writeSmallGroups } from "./small-groups.js";
 
 /* The Parquet writer (files/): every store file written, merged and derived through one DuckDB, atomically and durably. */
@@ -107,6 +108,11 @@ export interface ParquetWriter {
 	 * (rather than every part scanning the whole query). Returns the row count.
 	 */
 	copyParts(query: string, key: string, parts: number, order: string, path: string, options: string): Promise<number>;
+	/**
+	 * Copies the rows of index `files` (every part of a run) into a DuckDB database at `path`, with
+	 * an index on `key` (lookup-db-writer.ts), atomically; returns the row count.
+	 */
+	lookupDb(files: readonly string[], key: string, path: string): Promise<number>;
 	close(): void;
 }
 
@@ -569,6 +575,9 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			} finally {
 				await rm(staged, { recursive: true, force: true });
 			}
+		},
+		lookupDb(files, key, path) {
+			return writeLookupDb(conn, files, key, path);
 		},
 		close() {
 			conn.closeSync();

@@ -103,6 +103,11 @@ export interface RunEntry extends RangeId {
 	parts?: number;
 	/** Bounds of busy keys' own parts among them (format/key-parts.ts), sorted; absent: none. */
 	cuts?: string[];
+	/**
+	 * Its rows also in a DuckDB database beside it (indexes/lookup-db.ts), for an index that has
+	 * one (`lookupDb` in indexes.ts); absent: not written yet (the background merges write it).
+	 */
+	lookup_db?: true;
 }
 
 /** How run `r`'s file is split into key-range parts. */

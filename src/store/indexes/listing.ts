@@ -5,6 +5,7 @@ import { chunkFiles, ghostFiles, metadataFiles, rankFiles } from "../format/mani
 import { type ChunkEntry, type Manifest, METADATA_TABLE_NAMES, type RunEntry } from "../format/records.js";
 import { perState, runCovering, runsOf, type StateCache } from "../format/run-lookup.js";
 import { filterPath } from "./key-filter.js";
+import { lookupDbOf, lookupDbPath } from "./lookup-db.js";
 
 /*
  * Which files hold what, now that an index's rows live in merged runs (runs.ts) and in the own
@@ -25,6 +26,8 @@ export interface IndexFile {
 	parts: number;
 	/** Bounds of busy keys' own parts among them (absent: none). */
 	cuts?: readonly string[];
+	/** Its rows in a lookup database too (lookup-db.ts): a run's, where written. */
+	db?: string;
 }
 
 /**
@@ -58,7 +61,8 @@ function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
 		const runs = runsOf(m, index);
 		const files: Placed[] = runs.map((r) => {
 			const path = partitionPath(dataDir, m.chain, index, r);
-			return { path, filter: filterPath(path), from: r.from, to: r.to, parts: r.parts ?? 1, cuts: r.cuts };
+			const db = r.lookup_db ? { db: lookupDbPath(path) } : {};
+			return { path, filter: filterPath(path), from: r.from, to: r.to, parts: r.parts ?? 1, cuts: r.cuts, ...db };
 		});
 		// Chunks in block order against runs in block order: one pass finds those no run covers.
 		let i = 0;
@@ -83,11 +87,11 @@ function layoutOf(dataDir: string, m: Manifest, index: IndexName): Placed[] {
 	});
 }
 
-/** Every file of every run, filters included: listed, so never removed as leftovers. */
+/** Every file of every run, filters and lookup databases included: listed, so never removed as leftovers. */
 export const runFiles = (dataDir: string, m: Manifest): string[] =>
 	(m.runs ?? []).flatMap((r) => {
 		const path = partitionPath(dataDir, m.chain, r.index, r);
-		return [...partPaths(path, r.parts), filterPath(path)];
+		return [...partPaths(path, r.parts), filterPath(path), ...lookupDbOf(r, path)];
 	});
 
 /** Every file the manifest lists (datasets, indexes, runs and their filters, ghosts, token metadata, holder ranks): never deleted. */

@@ -1,13 +1,14 @@
 import { crashPoint } from "../../util/crash-point.js";
 import { saveManifest } from "../delta/save-manifest.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
-import type { IndexName } from "../format/indexes.js";
+import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
 import { nextGeneration } from "../format/manifest.js";
 import { type ChunkEntry, type Manifest, type RunEntry, setChunkParts, setRunParts } from "../format/records.js";
 import { runsOf, SETTLE_DEPTH } from "../format/run-lookup.js";
 import { filterPath, writeKeyFilter } from "./key-filter.js";
+import { lookupDbOf, writeRunLookupDb } from "./lookup-db.js";
 
 /*
  * Merged index runs: the per-chunk index files of settled chunks are merged, in the background,
@@ -162,6 +163,11 @@ export async function mergeStep(
 	crashPoint("runs.merged");
 	run.keys = await writeKeyFilter(writer, path, index, written.parts);
 	crashPoint("runs.filter-written");
+	if ((INDEXES[index] as IndexDef).lookupDb) {
+		await writeRunLookupDb(writer, dataDir, m, run, index);
+		run.lookup_db = true;
+		crashPoint("runs.lookup-db-written");
+	}
 	const merged = new Set(group.map((u) => u.run).filter((r) => r !== undefined));
 	return exclusive(async () => {
 		// Settled chunks are never replaced and only merges change runs, but a repair may have
@@ -169,7 +175,7 @@ export async function mergeStep(
 		const intact = group.every((u) =>
 			u.run ? m.runs?.includes(u.run) : u.chunk && m.chunks.includes(u.chunk) && u.chunk.indexes?.includes(index),
 		);
-		if (!intact) return [...partPaths(path, written.parts), filterPath(path)];
+		if (!intact) return [...partPaths(path, written.parts), filterPath(path), ...lookupDbOf(run, path)];
 		m.runs = [...(m.runs ?? []).filter((r) => !merged.has(r)), run];
 		for (const u of group) {
 			if (!u.chunk) continue;
@@ -178,6 +184,6 @@ export async function mergeStep(
 		}
 		await saveManifest(dataDir, m);
 		crashPoint("runs.committed");
-		return group.flatMap((u) => [...u.parts, filterPath(u.path)]);
+		return group.flatMap((u) => [...u.parts, filterPath(u.path), ...(u.run ? lookupDbOf(u.run, u.path) : [])]);
 	});
 }

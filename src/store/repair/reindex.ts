@@ -12,6 +12,7 @@ import { type LakeSettings, type Manifest, setChunkParts } from "../format/recor
 import { ranksStep } from "../holdings/holder-ranks.js";
 import { filterPath } from "../indexes/key-filter.js";
 import { isIndexed, runFiles } from "../indexes/listing.js";
+import { lookupDbOf } from "../indexes/lookup-db.js";
 import { mergeStep, planWholeMerge } from "../indexes/runs.js";
 import { createRetireLater } from "../retire/retire-later.js";
 import { addBusyLists } from "./busy-lists.js";
@@ -59,7 +60,7 @@ export async function reindexChain(
 			await deleteNow(
 				[...gone].flatMap((r) => {
 					const path = partitionPath(dataDir, chain.id, r.index, r);
-					return [...partPaths(path, r.parts), filterPath(path)];
+					return [...partPaths(path, r.parts), filterPath(path), ...lookupDbOf(r, path)];
 				}),
 			);
 		}

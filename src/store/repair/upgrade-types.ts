@@ -20,6 +20,7 @@ import {
 } from "../format/records.js";
 import { NONCE } from "../format/schema.js";
 import { filterPath } from "../indexes/key-filter.js";
+import { lookupDbOf } from "../indexes/lookup-db.js";
 import { isCoarse, regroup, sharesBusyPart } from "./coarse-indexes.js";
 
 /*
@@ -136,6 +137,8 @@ type Entry = {
 	range: RangeId;
 	commit: (gen: number, parts: Map<IndexName, PartSplit>) => void;
 	what: string;
+	/** Its other files that the rewrite leaves behind (a run's lookup database, written anew later). */
+	dropped?: string[];
 };
 
 function entriesOf(dataDir: string, m: Manifest): Entry[] {
@@ -162,8 +165,11 @@ function entriesOf(dataDir: string, m: Manifest): Entry[] {
 					r.gen = gen;
 					const split = parts.get(r.index);
 					if (split) setRunParts(r, split);
+					// Its lookup database names the old generation: the background merges write a new one.
+					delete r.lookup_db;
 				},
 				what: `run ${r.index} ${r.from}..${r.to}`,
+				dropped: lookupDbOf(r, partitionPath(dataDir, chain, r.index, r)),
 			}),
 		),
 		...(m.ghosts ?? []).map(
@@ -283,7 +289,10 @@ export async function upgradeTypes(
 		const files = entry.files({ ...entry.range, gen });
 		entry.commit(gen, await rewriteEntry(writer, files, coarse));
 		await saveManifest(dataDir, m);
-		await retire(files.flatMap((f) => (f.filter ? [f.from, filterPath(f.from)] : [f.from])));
+		await retire([
+			...files.flatMap((f) => (f.filter ? [f.from, filterPath(f.from)] : [f.from])),
+			...(entry.dropped ?? []),
+		]);
 		onEntry?.(entry.what);
 		done++;
 	}
