@@ -4,8 +4,9 @@ import { sqlString as quote } from "../util/sql-string.js";
 
 /**
  * Confines a DuckDB instance to `dataDir`, so that even SQL the service did not mean to run
- * (a bug in how a statement is built) can read and write only the Parquet files of the data
- * folder: no other file (read_csv('/etc/passwd'), COPY ... TO, ATTACH, EXPORT), no URL, no
+ * (a bug in how a statement is built) can read and write only the files of the data folder (the
+ * store attaches the lookup databases there, query/store/lookup-dbs.ts): no other file
+ * (read_csv('/etc/passwd'), COPY ... TO, ATTACH, EXPORT elsewhere), no URL, no
  * extension install or load beyond those built in, and no way back, since the configuration is
  * locked last (any later SET fails). Run it before the instance serves any query.
  *

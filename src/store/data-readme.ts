@@ -1,5 +1,6 @@
 import { DATASETS, TRACE_DATASETS } from "../extract/rows.js";
 import { COMPACT_ROWS } from "./chunks/chunk-merges.js";
+import { LOOKUP_TABLE } from "./files/lookup-db-writer.js";
 import { PARQUET_OPTIONS, rowGroupSizeOf } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./format/indexes.js";
 import { HEAD_RANKS, METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLET_RECORDS, WALLETS } from "./format/records.js";
@@ -137,6 +138,9 @@ export function dataReadme(): string {
 			: `the columns of \`${def.source}\`${extra}`;
 		return `- \`${i}\`: ${def.doc}; ${columns}; row groups of ${def.rowGroupSize.toLocaleString("en-US")} rows.`;
 	});
+	const LOOKUP_DB_KINDS = INDEX_NAMES.filter((i) => (INDEXES[i] as IndexDef).lookupDb)
+		.map((i) => `\`${i}\``)
+		.join(" and ");
 	const indexSection = `## Index files and merged runs
 
 Per chunk, next to the datasets and listed in the manifest's \`indexes\`, written by the
@@ -160,6 +164,14 @@ covers no longer lists the index: its rows are the run's. Index files and runs a
 like the datasets and hold nothing the datasets do not; to read an index offline, read the runs
 plus the files of the chunks that still list it (\`npm run sql\` does not need them: its views
 are the datasets).
+
+A run of ${LOOKUP_DB_KINDS} also has a lookup database beside it (\`<run>.parquet.duckdb\`, the
+run entry's \`lookup_db\`): a DuckDB database file of one table, \`${LOOKUP_TABLE}\`, holding the run's
+rows sorted by the key with an index on it, which the service attaches read-only to answer a
+lookup by hash (a Parquet file is planned anew at every read; this table is not). It is a copy of
+the run's Parquet parts, written with the run and gone with it: nothing else reads it, and a
+folder without it (written before it existed, or with it deleted) answers from the parts, the
+follower or \`npm run reindex\` writing it again.
 `;
 	const metadata = METADATA_TABLE_NAMES.map((t) => {
 		const def = METADATA_TABLES[t];
