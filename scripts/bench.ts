@@ -318,7 +318,7 @@ const bytes = report.bytes as { sameTablesAsPostgres: number };
 if (report.postgres) {
 	const pgBytes = (report.postgres as { bytes: number }).bytes;
 	say(
-		`disk, ${PG_TABLES.join("+")} with indexes: Parquet ${(bytes.sameTablesAsPostgres / 2 ** 20).toFixed(0)} MiB vs Postgres ${(pgBytes / 2 ** 20).toFixed(0)} MiB (${((bytes.sameTablesAsPostgres / pgBytes) * 100).toFixed(0)}%)`,
+		`disk, ${PG_TABLES.join("+")} with indexes: the lake (Parquet, key filters, lookup databases) ${(bytes.sameTablesAsPostgres / 2 ** 20).toFixed(0)} MiB vs Postgres ${(pgBytes / 2 ** 20).toFixed(0)} MiB (${((bytes.sameTablesAsPostgres / pgBytes) * 100).toFixed(0)}%)`,
 	);
 }
 if (report.backfill) {

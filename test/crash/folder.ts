@@ -52,10 +52,11 @@ export function folderState(chainDir: string) {
 		for (let i = 0; i < (r.walletRecordParts ?? 1); i++)
 			listed.add(join(wallets, i === 0 ? name : name.replace(/\.parquet$/, `.p${i}.parquet`)));
 	}
-	// Merged index runs, each with its key filter beside it.
+	// Merged index runs, each with its key filter beside it, and a block run its lookup database.
 	for (const r of m?.runs ?? []) {
 		listed.add(join(r.index, partitionFileName(r.index, r)));
 		listed.add(join(r.index, `${partitionFileName(r.index, r)}.filter`));
+		if (r.lookup_db) listed.add(join(r.index, `${partitionFileName(r.index, r)}.duckdb`));
 	}
 	const files = existsSync(chainDir)
 		? readdirSync(chainDir, { recursive: true, withFileTypes: true })

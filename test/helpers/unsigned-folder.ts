@@ -1,6 +1,7 @@
-import { rename } from "node:fs/promises";
+import { rename, rm } from "node:fs/promises";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { DATASETS, type DatasetName } from "../../src/extract/rows.js";
+import { saveManifest } from "../../src/store/delta/save-manifest.js";
 import { indexCopyOptions, parquetCopyOptions } from "../../src/store/files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../../src/store/format/indexes.js";
 import { GHOST_DATASET, loadManifest } from "../../src/store/format/manifest.js";
@@ -15,7 +16,8 @@ export type ColumnRewrite = (kind: string, name: string, type: string) => string
 /**
  * Rewrites the Parquet files a folder's manifest lists in place (same name, the same rows in the
  * same order, the writer's COPY options for its kind) with each column as `column` says; files
- * with no column to change are left as they are.
+ * with no column to change are left as they are. The runs' lookup databases are unlisted and
+ * deleted first: copies of rows this changes, and no writer before them wrote any.
  */
 export async function rewriteListed(
 	dataDir: string,
@@ -23,11 +25,17 @@ export async function rewriteListed(
 	column: ColumnRewrite,
 ): Promise<void> {
 	const m = await loadManifest(dataDir, chain.id, chain.number);
+	if (m.runs?.some((r) => r.lookup_db)) {
+		const dbs = [...listedPaths(dataDir, m)].filter((p) => p.endsWith(".duckdb"));
+		for (const r of m.runs) delete r.lookup_db;
+		await saveManifest(dataDir, m);
+		await Promise.all(dbs.map((p) => rm(p)));
+	}
 	const db = await DuckDBInstance.create(":memory:", { threads: "2" });
 	const conn = await db.connect();
 	try {
 		for (const path of listedPaths(dataDir, m)) {
-			if (path.endsWith(".filter")) continue;
+			if (!path.endsWith(".parquet")) continue;
 			const kind = path.split("/").at(-2) as string;
 			const src = `read_parquet(${quote(path)}, file_row_number = true)`;
 			const described = (

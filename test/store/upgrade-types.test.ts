@@ -70,9 +70,9 @@ const typesOf = async (path: string) =>
 			String(r.column_type),
 		]),
 	);
-/** Every Parquet file the manifest lists (no key filters). */
+/** Every Parquet file the manifest lists (no key filters, no lookup databases). */
 const parquetFiles = async (dir: string) =>
-	[...listedPaths(dir, await manifestOf(dir))].filter((p) => !p.endsWith(".filter")).sort();
+	[...listedPaths(dir, await manifestOf(dir))].filter((p) => p.endsWith(".parquet")).sort();
 /** A listed file's kind and range, without its generation: the same file before and after an upgrade. */
 const keyOf = (path: string) =>
 	path
@@ -80,10 +80,17 @@ const keyOf = (path: string) =>
 		.slice(-2)
 		.join("/")
 		.replace(/_g\d+(\.parquet)/, "$1");
-/** Every listed file, filters included, by keyOf → sha256. */
+/**
+ * Every listed file, filters included, by keyOf → sha256; not the lookup databases (the fresh
+ * folder's were dropped with its rewrite, rewriteListed, and their bytes are DuckDB's own).
+ */
 async function contents(dir: string): Promise<Record<string, string>> {
-	return Object.fromEntries([...listedPaths(dir, await manifestOf(dir))].map((p) => [keyOf(p), sha(p)]));
+	return Object.fromEntries(
+		[...listedPaths(dir, await manifestOf(dir))].filter((p) => !p.endsWith(".duckdb")).map((p) => [keyOf(p), sha(p)]),
+	);
 }
+/** Runs that get a lookup database (none in the old folder: the reindex writes each, one save each). */
+const lookupRuns = (m: Manifest) => (m.runs ?? []).filter((r) => (INDEXES[r.index] as IndexDef).lookupDb).length;
 
 async function serve(dir: string) {
 	const store = await createStore(dir);
@@ -326,11 +333,18 @@ describe("npm run reindex on a folder written with unsigned types", () => {
 			expect(upgraded).toContain(`ghost blocks ${before.ghosts?.[0]?.from}..${before.ghosts?.[0]?.to}`);
 
 			const after = await manifestOf(dir);
-			// (The one more: the holder ranks' save.)
-			expect(after.generation).toBe((before.generation ?? 0) + entries + 1);
+			// (The others: a save for each block run's lookup database, and the holder ranks'.)
+			expect(lookupRuns(before)).toBeGreaterThan(0);
+			expect(after.generation).toBe((before.generation ?? 0) + entries + lookupRuns(before) + 1);
+			for (const r of after.runs ?? [])
+				expect(r.lookup_db, `${r.index} ${r.from}`).toBe((INDEXES[r.index] as IndexDef).lookupDb);
 			// The same entries (ranges, row counts, indexes), each under a generation of the upgrade.
 			const strip = (m: Manifest) =>
-				JSON.parse(JSON.stringify({ ...m, generation: 0, ranks: [] }, (k, v) => (k === "gen" ? 0 : v))) as unknown;
+				JSON.parse(
+					JSON.stringify({ ...m, generation: 0, ranks: [] }, (k, v) =>
+						k === "gen" ? 0 : k === "lookup_db" ? undefined : v,
+					),
+				) as unknown;
 			expect(strip(after)).toEqual(strip(before));
 			// And the holder ranks the old code did not write, as a backfill writes them.
 			const freshManifest = await manifestOf(fresh);
@@ -385,7 +399,7 @@ describe("npm run reindex on a folder written with unsigned types", () => {
 		const upgraded: string[] = [];
 		await reindexChain(dir, REF, undefined, undefined, (what) => upgraded.push(what));
 		expect(upgraded).toEqual([]);
-		expect((await manifestOf(dir)).generation).toBe((before.generation ?? 0) + entries + 1);
+		expect((await manifestOf(dir)).generation).toBe((before.generation ?? 0) + entries + lookupRuns(before) + 1);
 	});
 
 	it("resumes an interrupted upgrade with the entries still unsigned", async () => {
