@@ -6,7 +6,7 @@ import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import { sqlString as quote } from "../../util/sql-string.js";
 import { removingOnFailure } from "../../util/temp-files.js";
 
-/** The table a lookup database holds (its one table), and the index on its key. */
+/** A lookup database's one table. */
 export const LOOKUP_TABLE = "records";
 
 let writes = 0;

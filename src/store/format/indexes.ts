@@ -225,7 +225,7 @@ export const INDEXES = {
 		// A block by hash stood at 11-12x PostgreSQL through Parquet, whose every read DuckDB binds
 		// and plans again; a table of its own format keeps the plan and finds the row through its
 		// index (BENCHMARKS.md "seventeenth figures": 0.775 → 0.447 ms a lookup), for about twice
-		// the Parquet bytes of this small index (M: 22 → 47 MiB).
+		// this small index's Parquet bytes beside them (M: 22 MiB of Parquet, 45-48 of database).
 		lookupDb: true,
 		doc: "every block (`hash`) with its record: its fields as one JSON array (`record`), sorted by hash, in small row groups: `/blocks/{hash}` reads one",
 	},

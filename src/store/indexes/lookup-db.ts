@@ -1,7 +1,7 @@
 import { crashPoint } from "../../util/crash-point.js";
 import { saveManifest } from "../delta/save-manifest.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
-import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
+import { INDEXES, type IndexDef } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
 import { partitionPath } from "../format/layout.js";
 import type { Manifest, RunEntry } from "../format/records.js";
@@ -14,8 +14,9 @@ import type { Manifest, RunEntry } from "../format/records.js";
  *
  * Why: every read of a Parquet file is bound and planned again (DuckDB's `read_parquet` says its
  * bind data cannot be cached), about a quarter of a lookup's time; a table of DuckDB's own format
- * keeps its plan in a prepared statement and finds the row through its index: 0.775 → 0.447 ms a
- * block lookup at M (BENCHMARKS.md "seventeenth figures"). The Parquet parts stay, the store every
+ * keeps its plan in a prepared statement and finds the row through its index: a block lookup at M
+ * 0.775 → 0.447 ms (BENCHMARKS.md "seventeenth figures"), through the API 0.71 of the time
+ * ("twentieth figures"). The Parquet parts stay, the store every
  * other reader opens (DuckDB, Polars, Spark, the Delta export, a bucket reader); the database is a
  * copy of a run that never changes, like its key filter, and goes when the run goes. Runs only: a
  * chunk's own index file is read as Parquet until a merge takes it into a run.
@@ -32,15 +33,9 @@ export const lookupDbDue = (m: Manifest): RunEntry | undefined =>
 	(m.runs ?? []).find((r) => (INDEXES[r.index] as IndexDef).lookupDb && !r.lookup_db);
 
 /** Writes run `r`'s lookup database from its parts (before the run is listed, or beside a listed one). */
-export async function writeRunLookupDb(
-	writer: ParquetWriter,
-	dataDir: string,
-	m: Manifest,
-	r: RunEntry,
-	index: IndexName,
-) {
-	const path = partitionPath(dataDir, m.chain, index, r);
-	await writer.lookupDb(partPaths(path, r.parts), INDEXES[index].key, lookupDbPath(path));
+export async function writeRunLookupDb(writer: ParquetWriter, dataDir: string, m: Manifest, r: RunEntry) {
+	const path = partitionPath(dataDir, m.chain, r.index, r);
+	await writer.lookupDb(partPaths(path, r.parts), INDEXES[r.index].key, lookupDbPath(path));
 	return lookupDbPath(path);
 }
 
@@ -58,7 +53,7 @@ export async function lookupDbStep(
 	const run = lookupDbDue(m);
 	if (!run) return null;
 	const { gen } = run;
-	const written = await writeRunLookupDb(writer, dataDir, m, run, run.index);
+	const written = await writeRunLookupDb(writer, dataDir, m, run);
 	crashPoint("runs.lookup-db-written");
 	return exclusive(async () => {
 		// A type upgrade renames a run's files under a new generation: this copy is of the old ones.

@@ -164,7 +164,7 @@ export async function mergeStep(
 	run.keys = await writeKeyFilter(writer, path, index, written.parts);
 	crashPoint("runs.filter-written");
 	if ((INDEXES[index] as IndexDef).lookupDb) {
-		await writeRunLookupDb(writer, dataDir, m, run, index);
+		await writeRunLookupDb(writer, dataDir, m, run);
 		run.lookup_db = true;
 		crashPoint("runs.lookup-db-written");
 	}
