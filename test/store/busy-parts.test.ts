@@ -5,15 +5,15 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TransferRow } from "../../src/extract/rows.js";
 import { createParquetWriter, type IndexWrite, type ParquetWriter } from "../../src/store/files/parquet-writer.js";
-import { partOf, partPaths } from "../../src/store/format/key-parts.js";
+import { partOf, partPaths, partsIn } from "../../src/store/format/key-parts.js";
 import { checkManifestText } from "../../src/store/format/manifest-check.js";
 import { erc20Transfer } from "../helpers/transfer-rows.js";
 
 /**
  * A busy key's own key-range part (src/store/format/key-parts.ts): derive and merge, through the
  * real writer into real Parquet files, put every row of a key with more than half a part's rows
- * into a part holding that key alone, every other key into the equal-width part its range says,
- * and lose or add no row. (The routes over such files: test/store/key-parts.test.ts.)
+ * into a part holding that key alone (cut by block into slices when it has more than a part's),
+ * every other key into the equal-width part its range says, and lose or add no row. (The routes over such files: test/store/key-parts.test.ts.)
  */
 const PART_ROWS = 4096;
 /** Addresses spread over the key space as real ones are (the equal-width parts split it by prefix). */
@@ -55,15 +55,35 @@ afterAll(async () => {
 	if (root) await rm(root, { recursive: true, force: true });
 });
 
-/** Checks `written` at `path`: BUSY alone in its part, every other key in the part partOf names. */
+/**
+ * Checks `written` at `path`: BUSY alone in its own part, cut by block into slices of at most a
+ * part's rows and a block's (its rows come 100 a block); every other key in the part partOf names.
+ */
 async function checkParts(path: string, written: IndexWrite, busyRows: number) {
-	expect(written.cuts).toEqual([BUSY, `${BUSY}0`]);
+	const slices = written.cuts.filter((c) => c.startsWith(`${BUSY}#`));
+	expect(written.cuts).toEqual([BUSY, ...slices, `${BUSY}0`]);
 	const files = partPaths(path, written.parts);
-	const own = partOf(BUSY, written);
-	const busy = await rows(`SELECT DISTINCT address FROM read_parquet('${files[own]}')`);
-	expect(busy.map((r) => r.address)).toEqual([BUSY]);
-	expect(Number((await rows(`SELECT count(*) AS n FROM read_parquet('${files[own]}')`))[0]?.n)).toBe(busyRows);
+	const own = partsIn(BUSY, written);
+	expect(own.length).toBe(Math.ceil(busyRows / PART_ROWS));
+	expect(own[0]).toBe(partOf(BUSY, written));
+	let n = 0;
+	let last = -1;
+	for (const i of own) {
+		const busy = await rows(`SELECT DISTINCT address FROM read_parquet('${files[i]}')`);
+		expect(busy.map((r) => r.address)).toEqual([BUSY]);
+		const [slice] = await rows(
+			`SELECT count(*) AS n, min(block_number) AS lo, max(block_number) AS hi FROM read_parquet('${files[i]}')`,
+		);
+		expect(Number(slice?.n)).toBeLessThanOrEqual(PART_ROWS + 100);
+		expect(Number(slice?.lo)).toBeGreaterThan(last);
+		// The window of the slice's blocks picks it alone.
+		expect(partsIn(BUSY, written, [Number(slice?.lo), Number(slice?.hi)])).toEqual([i]);
+		last = Number(slice?.hi);
+		n += Number(slice?.n);
+	}
+	expect(n).toBe(busyRows);
 	for (const [i, f] of files.entries()) {
+		if (own.includes(i)) continue;
 		const keys = await rows(`SELECT DISTINCT address FROM read_parquet('${f}')`);
 		for (const k of keys) expect(partOf(String(k.address), written), `${k.address} in part ${i}`).toBe(i);
 	}
@@ -71,7 +91,7 @@ async function checkParts(path: string, written: IndexWrite, busyRows: number) {
 	const sizes = await rows(
 		`SELECT filename AS f, count(*) AS n FROM read_parquet(${list(files)}, filename = true) GROUP BY 1`,
 	);
-	for (const s of sizes) if (s.f !== files[own]) expect(Number(s.n)).toBeLessThanOrEqual(PART_ROWS);
+	for (const s of sizes) if (!own.some((i) => files[i] === s.f)) expect(Number(s.n)).toBeLessThanOrEqual(PART_ROWS);
 }
 
 describe("a busy key's own part", () => {

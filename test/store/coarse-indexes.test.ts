@@ -9,7 +9,7 @@ import { findTransfers } from "../../src/query/transfers.js";
 import { createParquetWriter } from "../../src/store/files/parquet-writer.js";
 import { writeSmallGroups } from "../../src/store/files/small-groups.js";
 import { INDEXES } from "../../src/store/format/indexes.js";
-import { partOf, partPaths } from "../../src/store/format/key-parts.js";
+import { partOf, partPaths, partsIn } from "../../src/store/format/key-parts.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
 import type { Manifest } from "../../src/store/format/records.js";
 import { filterPath, loadKeyFilter } from "../../src/store/indexes/key-filter.js";
@@ -59,6 +59,16 @@ async function answers(addresses: string[]) {
 }
 
 /** After a reindex that left the manifest at `generation`: verify finds nothing, and a second run writes nothing. */
+/** The busiest key a wallet_transfers key filter of `m` records with its rows, and that file. */
+async function busiestKey(m: Manifest): Promise<{ key: string; rows: number; path: string }> {
+	let busy: { key: string; rows: number; path: string } | undefined;
+	for (const f of indexFiles(root, m, "wallet_transfers"))
+		for (const [key, b] of (await loadKeyFilter(filterPath(f.path))).busyRows ?? [])
+			if (!busy || b.rows > busy.rows) busy = { key, rows: b.rows, path: f.path };
+	expect(busy, "a busy key in the fixture").toBeDefined();
+	return busy as { key: string; rows: number; path: string };
+}
+
 async function expectCleanAndDone(generation: number | undefined) {
 	expect((await verifyChain(root, CHAIN.id)).problems).toEqual([]);
 	await reindexChain(root, CHAIN);
@@ -143,12 +153,7 @@ describe("index files in coarser row groups than this version writes", () => {
 		// The busiest key a wallet_transfers key filter records with its rows: at parts of that many
 		// rows, a key of more than half of them should have had a part of its own.
 		const before = await loadManifest(root, CHAIN.id, CHAIN.number);
-		let busy: { key: string; rows: number; path: string } | undefined;
-		for (const f of indexFiles(root, before, "wallet_transfers"))
-			for (const [key, b] of (await loadKeyFilter(filterPath(f.path))).busyRows ?? [])
-				if (!busy || b.rows > busy.rows) busy = { key, rows: b.rows, path: f.path };
-		expect(busy, "a busy key in the fixture").toBeDefined();
-		const { key, rows, path } = busy as { key: string; rows: number; path: string };
+		const { key, rows, path } = await busiestKey(before);
 		const answered = await answers([key]);
 		process.env.CHAINLAKE_PART_ROWS = String(rows);
 		try {
@@ -167,6 +172,42 @@ describe("index files in coarser row groups than this version writes", () => {
 				expect((await select(`SELECT DISTINCT address FROM read_parquet(${q(own)})`)).map((r) => r.address)).toEqual([
 					key,
 				]);
+			}
+			expect(await answers([key])).toBe(answered);
+			await expectCleanAndDone(after.generation);
+		} finally {
+			delete process.env.CHAINLAKE_PART_ROWS;
+		}
+	}, 180_000);
+
+	it("are rewritten by reindex where a busy key's own part holds more than a part's rows (written before slices), answering the same", async () => {
+		// The busiest key again, now with its own part (the test before): at parts of a third of its
+		// rows, its part should be cut by block into slices (key-parts.ts sliceCut).
+		const before = await loadManifest(root, CHAIN.id, CHAIN.number);
+		const { key, rows, path } = await busiestKey(before);
+		const entry = indexFiles(root, before, "wallet_transfers").find((f) => f.path === path);
+		expect(entry?.cuts).toContain(key);
+		expect(entry?.cuts?.some((c) => c.startsWith(`${key}#`))).toBe(false);
+		const answered = await answers([key]);
+		process.env.CHAINLAKE_PART_ROWS = String(Math.floor(rows / 3));
+		try {
+			expect(await sharesBusyPart("wallet_transfers", path, entry?.cuts)).toBe(true);
+			await reindexChain(root, CHAIN);
+			const after = await loadManifest(root, CHAIN.id, CHAIN.number);
+			expect(after.version).toBe(3);
+			const now = indexFiles(root, after, "wallet_transfers").filter((f) => f.cuts?.includes(key));
+			expect(now.length).toBeGreaterThan(0);
+			for (const f of now) {
+				const slices = partsIn(key, f);
+				expect(slices.length).toBeGreaterThanOrEqual(3);
+				let n = 0;
+				for (const i of slices) {
+					const part = partPaths(f.path, f.parts)[i] as string;
+					const held = await select(`SELECT address, count(*)::INTEGER AS n FROM read_parquet(${q(part)}) GROUP BY 1`);
+					expect(held.map((r) => r.address)).toEqual([key]);
+					n += Number(held[0]?.n);
+				}
+				expect(n).toBe(rows);
 			}
 			expect(await answers([key])).toBe(answered);
 			await expectCleanAndDone(after.generation);

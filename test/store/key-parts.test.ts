@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { INDEXES } from "../../src/store/format/indexes.js";
+import { INDEXES, type IndexDef } from "../../src/store/format/indexes.js";
 import {
 	cutsFor,
 	equalPartOf,
@@ -16,7 +16,10 @@ import {
 	partNumberSql,
 	partOf,
 	partPath,
+	partPaths,
 	partsFor,
+	partsIn,
+	sliceCut,
 } from "../../src/store/format/key-parts.js";
 import { partitionPath } from "../../src/store/format/layout.js";
 import { loadManifest } from "../../src/store/format/manifest.js";
@@ -173,6 +176,54 @@ describe("key-range parts", () => {
 		expect(partPath("/x/i/a.parquet", 3)).toBe("/x/i/a.p3.parquet");
 	});
 
+	it("splits a busy key's own part by blocks into slices, which a window of blocks picks among", async () => {
+		const a = `0x4${"a".repeat(39)}`;
+		const b = `0x4${"b".repeat(39)}`;
+		const cuts = cutsFor([a, b], 4, new Map([[a, [100, 250]]]));
+		expect(cuts).toEqual([a, sliceCut(a, 100), sliceCut(a, 250), `${a}0`, b, `${b}0`]);
+		expect(sliceCut(a, 100)).toBe(`${a}#000000000100`);
+		const layout = { parts: 4 + cuts.length, cuts };
+		// Bounds: 0x4000, a, a#100, a#250, a0, b, b0, 0x8000, 0xc000: a's slices are parts 2, 3 and 4.
+		expect(partOf(a, layout)).toBe(2);
+		expect(partsIn(a, layout)).toEqual([2, 3, 4]);
+		expect(partsIn(a, layout, [0, 99])).toEqual([2]);
+		expect(partsIn(a, layout, [100, 100])).toEqual([3]);
+		expect(partsIn(a, layout, [99, 300])).toEqual([2, 3, 4]);
+		expect(partsIn(a, layout, [250, 10_000])).toEqual([4]);
+		expect(partsIn(b, layout, [0, 10])).toEqual([6]);
+		expect(partsIn(`0x4${"a".repeat(38)}9`, layout, [0, 1000])).toEqual([1]);
+		// An input holding a's rows meets all of its slices (and only them).
+		expect(Array.from({ length: 10 }, (_, i) => i).filter((i) => meetsPart(a, a, i, layout))).toEqual([2, 3, 4]);
+		expect(equalPartOf(3, layout)).toBe(1);
+		// The writer's condition puts each (key, block) row in the part partsIn reads for that block.
+		const rows = [
+			[a, 0],
+			[a, 99],
+			[a, 100],
+			[a, 249],
+			[a, 250],
+			[a, 9_999_999],
+			[b, 5],
+			[`0x4${"a".repeat(38)}9`, 500],
+			[`0x4${"a".repeat(38)}b`, 500],
+		] as const;
+		const db = await DuckDBInstance.create(":memory:");
+		const conn = await db.connect();
+		try {
+			for (const [k, block] of rows) {
+				const checks = Array.from({ length: 10 }, (_, i) => `(${partCondition("k", i, layout)}) AS c${i}`);
+				const [row] = (
+					await conn.runAndReadAll(`SELECT ${checks.join(", ")} FROM (SELECT '${k}' AS k, ${block} AS block_number)`)
+				).getRowObjectsJS();
+				const holding = Array.from({ length: 10 }, (_, i) => i).filter((i) => row?.[`c${i}`] === true);
+				expect(holding, `${k} at block ${block}`).toEqual(partsIn(k, layout, [block, block]));
+			}
+		} finally {
+			conn.closeSync();
+			db.closeSync();
+		}
+	});
+
 	it("writes index files and runs in parts, which verify finds whole", async () => {
 		const m = await loadManifest(parted, CHAIN_ID, CHAIN);
 		expect(m.runs?.some((r) => (r.parts ?? 1) > 1)).toBe(true);
@@ -185,9 +236,11 @@ describe("key-range parts", () => {
 		// and a busy key's part holds that key alone.
 		const cut = m.runs?.find((r) => (r.cuts?.length ?? 0) > 0);
 		expect(cut).toBeDefined();
-		// Saved as version 2 (a chainlake reading only 1 refuses it rather than pick wrong parts);
-		// the folder without cuts stays version 1.
-		expect(m.version).toBe(2);
+		// Saved as version 3: busy keys' parts are sliced by block (more than CHAINLAKE_PART_ROWS rows),
+		// and a chainlake reading only 1 or 2 refuses it rather than pick wrong parts; the folder
+		// without cuts stays version 1.
+		expect(m.version).toBe(3);
+		expect(m.runs?.some((r) => r.cuts?.some((c) => c.includes("#")))).toBe(true);
 		expect((await loadManifest(whole, CHAIN_ID, CHAIN)).version).toBe(1);
 		const run = cut as RunEntry;
 		const key = INDEXES[run.index].key;
@@ -203,6 +256,43 @@ describe("key-range parts", () => {
 					`SELECT DISTINCT "${key}" AS k, count(*) OVER () AS n FROM read_parquet('${part}')`,
 				);
 				expect(read.getRowObjectsJS().map((r) => r.k)).toEqual([b]);
+			}
+			// A sliced key's slices hold it alone, in block order, each a part's rows or fewer (unless
+			// one block has more), and all its rows between them.
+			const sliced = (m.runs ?? []).filter(
+				(r) => (INDEXES[r.index] as IndexDef).slices && r.cuts?.some((c) => c.includes("#")),
+			);
+			expect(sliced.length).toBeGreaterThan(0);
+			for (const r of sliced) {
+				const file = partitionPath(parted, CHAIN_ID, r.index, r);
+				const keys = new Set((r.cuts ?? []).filter((c) => c.includes("#")).map((c) => c.slice(0, c.indexOf("#"))));
+				for (const k of keys) {
+					const slices = partsIn(k, runParts(r));
+					expect(slices.length).toBeGreaterThan(1);
+					let last = -1;
+					let total = 0;
+					for (const i of slices) {
+						const [s] = (
+							await conn.runAndReadAll(
+								`SELECT count(*)::INTEGER AS n, count(DISTINCT address)::INTEGER AS keys, min(block_number)::INTEGER AS lo, max(block_number)::INTEGER AS hi FROM read_parquet('${partPath(file, i)}') WHERE address = '${k}'`,
+							)
+						).getRowObjectsJS();
+						const whole = Number(
+							(await conn.runAndReadAll(`SELECT count(*) FROM read_parquet('${partPath(file, i)}')`)).getRows()[0]?.[0],
+						);
+						expect(whole, `${r.index} ${k} slice ${i}: only its rows`).toBe(Number(s?.n));
+						expect(Number(s?.n)).toBeGreaterThan(0);
+						expect(Number(s?.lo)).toBeGreaterThan(last);
+						last = Number(s?.hi);
+						total += Number(s?.n);
+					}
+					const all = await conn.runAndReadAll(
+						`SELECT count(*) FROM read_parquet([${partPaths(file, r.parts)
+							.map((p) => `'${p}'`)
+							.join(", ")}]) WHERE address = '${k}'`,
+					);
+					expect(total).toBe(Number(all.getRows()[0]?.[0]));
+				}
 			}
 		} finally {
 			conn.closeSync();
@@ -234,6 +324,11 @@ describe("key-range parts", () => {
 			...wallets.flatMap((w) => [
 				`/${CHAIN_ID}/v1/address/${w}/transfers?asset_type=native,ft,nft&limit=1000`,
 				`/${CHAIN_ID}/v1/address/${w}/transfers?asset_type=ft&order=desc&limit=2`,
+				// Short pages and block ranges: a busy wallet's windows, over its slices (sliceCut).
+				`/${CHAIN_ID}/v1/address/${w}/transfers?asset_type=native,ft,nft&limit=3`,
+				`/${CHAIN_ID}/v1/address/${w}/transfers?asset_type=native,ft,nft&limit=3&order=desc`,
+				`/${CHAIN_ID}/v1/address/${w}/txs?limit=4&block_number_start=10&block_number_end=40`,
+				`/${CHAIN_ID}/v1/address/${w}/txs?limit=2&order=desc&block_number_start=0&block_number_end=30`,
 				`/${CHAIN_ID}/v1/address/${w}/txs?limit=1000&include_logs=true`,
 				`/balances/${CHAIN_ID}/v1/addresses/${w}/tokens`,
 				`/balances/${CHAIN_ID}/v1/addresses/${w}/tokens?block_number=20`,
@@ -244,6 +339,8 @@ describe("key-range parts", () => {
 				`/balances/${CHAIN_ID}/v1/tokens/${t}/holders`,
 				`/balances/${CHAIN_ID}/v1/tokens/${t}/holders?block_number=20`,
 				`/nft/${CHAIN_ID}/v1/${t}/owner`,
+				`/${CHAIN_ID}/v1/contract/${t}/transfers?limit=3`,
+				`/${CHAIN_ID}/v1/contract/${t}/transfers?limit=3&order=desc&block_number_start=5&block_number_end=latest`,
 			]),
 		];
 		const answers = async (dir: string) => {

@@ -6,7 +6,7 @@
  */
 import { DATASETS, type DatasetName } from "../../extract/rows.js";
 import { INDEXES, type IndexName } from "../../store/format/indexes.js";
-import { partOf, partPath, partPaths } from "../../store/format/key-parts.js";
+import { partOf, partPath, partPaths, partsIn } from "../../store/format/key-parts.js";
 import {
 	GHOST_DATASET,
 	ghostFiles,
@@ -114,9 +114,12 @@ export function placeholderExpander(dataDir: string, filters: ReadonlyMap<string
 				: index
 					? placed
 							.filter((f) => !looked.includes(f))
-							// A key reads the one key-range part it can be in (store/format/key-parts.ts).
+							// A key reads the key-range part it can be in (store/format/key-parts.ts), or a busy
+							// key's slices that meet the window, in block order.
 							.flatMap((f) =>
-								key === undefined ? partPaths(f.path, f.parts) : [partPath(f.path, partOf(key.toLowerCase(), f))],
+								key === undefined
+									? partPaths(f.path, f.parts)
+									: partsIn(key.toLowerCase(), f, window).map((i) => partPath(f.path, i)),
 							)
 					: listedFiles(dataDir, manifest, name as DatasetName, window);
 			if (looked.length > 0 && dbs) {

@@ -19,6 +19,7 @@ import {
 	partNumberSql,
 	partPath,
 	partsFor,
+	sliceRows,
 } from "../format/key-parts.js";
 import { stagingDir } from "../format/layout.js";
 import { SCHEMAS, SORT_KEY } from "../format/schema.js";
@@ -308,22 +309,48 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		const most = ownPartRows(def.rowGroupSize, def.partRowGroups);
 		let count = known;
 		let busy: string[] = [];
+		// The busy keys with more rows than a slice, where the kind slices them (key-parts.ts).
+		let sliced: string[] = [];
 		let busyRows = 0;
 		if (def.key !== "hash" && (known === undefined || known > most)) {
 			const busyOnly = `FILTER (WHERE k IS NOT NULL AND n > ${most})`;
+			const slice = def.slices ? sliceRows(def.rowGroupSize, def.partRowGroups) : Number.MAX_SAFE_INTEGER;
 			const [r] = (
 				await conn.runAndReadAll(
 					`WITH c AS (SELECT "${def.key}" AS k, count(*) AS n FROM (${rows}) GROUP BY 1)
-					 SELECT sum(n)::BIGINT AS total, list(k ORDER BY k) ${busyOnly} AS busy, (sum(n) ${busyOnly})::BIGINT AS busy_rows FROM c`,
+					 SELECT sum(n)::BIGINT AS total, list(k ORDER BY k) ${busyOnly} AS busy, (sum(n) ${busyOnly})::BIGINT AS busy_rows,
+					        list(k) FILTER (WHERE k IS NOT NULL AND n > ${slice}) AS sliced FROM c`,
 				)
 			).getRowObjectsJS();
 			count = Number(r?.total ?? 0);
 			busy = ((r?.busy ?? []) as unknown[]).map(String);
+			sliced = ((r?.sliced ?? []) as unknown[]).map(String);
 			busyRows = Number(r?.busy_rows ?? 0);
 		} else count ??= await countOf(`SELECT count(*)::BIGINT FROM (${rows})`);
 		const equal = partsFor(count - busyRows, def.rowGroupSize, def.partRowGroups);
-		const cuts = cutsFor(busy, equal);
+		const cuts = cutsFor(busy, equal, await slicesOf(rows, def, sliced));
 		return { count, parts: equal + cuts.length, cuts };
+	};
+	/**
+	 * Where `keys` (busy keys with more rows than a slice) are cut into slices (key-parts.ts
+	 * sliceCut): the block of every slice-th of their rows in block order, so that each slice holds
+	 * about a part's rows (more where one block holds many). One pass over their rows, only when
+	 * there are such keys.
+	 */
+	const slicesOf = async (rows: string, def: IndexDef, keys: readonly string[]) => {
+		const slices = new Map<string, number[]>();
+		if (keys.length === 0) return slices;
+		const step = sliceRows(def.rowGroupSize, def.partRowGroups);
+		const read = await conn.runAndReadAll(
+			`WITH b AS (SELECT unnest([${keys.map(quote).join(", ")}]::VARCHAR[]) AS k),
+			      r AS (SELECT "${def.key}" AS k, block_number AS n,
+			                   row_number() OVER (PARTITION BY "${def.key}" ORDER BY block_number) - 1 AS j,
+			                   min(block_number) OVER (PARTITION BY "${def.key}") AS first
+			            FROM (${rows}) WHERE "${def.key}" IN (SELECT k FROM b))
+			 SELECT k, list(DISTINCT n ORDER BY n) AS cuts FROM r WHERE j > 0 AND j % ${step} = 0 AND n > first GROUP BY k`,
+		);
+		for (const r of read.getRowObjectsJS()) slices.set(String(r.k), (r.cuts as unknown[]).map(Number));
+		return slices;
 	};
 	const countOf = async (sql: string) => Number((await conn.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
 	/**

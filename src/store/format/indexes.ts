@@ -51,6 +51,12 @@ export interface IndexDef {
 	 * (indexes/key-filter.ts): a wallet busy in none of its files reads them all at once.
 	 */
 	busyRows?: number;
+	/**
+	 * A busy key's own part is split by `block_number` into parts of at most a part's rows
+	 * (key-parts.ts sliceCut): for an index sorted by key then id, whose pages read a key's rows a
+	 * window of blocks at a time.
+	 */
+	slices?: true;
 	/** Row groups a key-range part holds (key-parts.ts; default PART_ROW_GROUPS). */
 	partRowGroups?: number;
 	/**
@@ -123,6 +129,7 @@ const addressRecords = (kind: AddressRecordsKind, sides: readonly [string, strin
 		key: "address" as const,
 		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
 		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
+		slices: true as const,
 		columns: addressRecordColumns(layout),
 		doc,
 	};

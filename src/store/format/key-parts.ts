@@ -17,6 +17,14 @@
  * between them), added to the equal-width bounds. The parts' bounds are those two lists merged,
  * held in memory by readers as the manifest is.
  *
+ * A busy key's own part is itself split by block when it holds more than a part's rows (an index
+ * sorted by key then block, `slices` in indexes.ts): DuckDB walks every row group of the file
+ * even for the first page of the key's rows, so M's busiest wallet read its 135 row groups for
+ * one (6.75 ms), a file of its first 32 row groups 3.93 (BENCHMARKS.md). Such a split is a slice
+ * cut `K#<block, 12 digits>`: the key's rows from that block on are in the next part. As text it
+ * sorts after `K` and before `K0`, so the cuts stay one sorted list; a reader picks the slices
+ * of the key whose blocks meet its window (partsIn).
+ *
  * Part 0 keeps the file's own name, so a one-part file is named as before; part i > 0 is
  * `<name>.p<i>.parquet`. Part i holds the keys k with bound(i) <= k < bound(i + 1) compared as
  * text (bound(0) and bound(parts) open), so every key, hex or not, is in exactly one part.
@@ -47,6 +55,10 @@ export function partsFor(rows: number, rowGroupSize: number, groupsPerPart = PAR
 export const ownPartRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
 	Math.floor(partRows(rowGroupSize, groupsPerPart) / 2);
 
+/** Rows of a busy key's slice (key-parts of an index with `slices`): a part's. */
+export const sliceRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
+	partRows(rowGroupSize, groupsPerPart);
+
 /** How a write split an index file: `parts` files in all, `cuts` the bounds of busy keys' own parts among them (sorted). */
 export interface PartSplit {
 	parts: number;
@@ -66,16 +78,40 @@ export const partBound = (i: number, parts: number): string =>
 		.toString(16)
 		.padStart(4, "0")}`;
 
+/** Marks a slice cut (`K#<block>`): no key holds it (keys are hex or plain text the indexes write). */
+const SLICE = "#";
+const BLOCK_DIGITS = 12;
+
+/** The cut after which key `key`'s rows from block `block` on are in a part of their own (a slice). */
+export const sliceCut = (key: string, block: number): string =>
+	`${key}${SLICE}${String(block).padStart(BLOCK_DIGITS, "0")}`;
+
+/** A slice cut's key and block; null for a cut between keys. */
+function sliceOf(bound: string): { key: string; block: number } | null {
+	const at = bound.length - BLOCK_DIGITS - 1;
+	if (at < 0 || bound[at] !== SLICE) return null;
+	return { key: bound.slice(0, at), block: Number(bound.slice(at + 1)) };
+}
+
 /** Keys and bounds compared as text, as partCondition's SQL compares them (not localeCompare). */
 const textOrder = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 const partsOf = (layout: PartLayout): number => (typeof layout === "number" ? layout : layout.parts);
 const cutsOf = (layout: PartLayout): readonly string[] => (typeof layout === "number" ? [] : (layout.cuts ?? []));
 
-/** The cuts giving `busy` keys (sorted or not) parts of their own beside `equal` equal-width parts. */
-export function cutsFor(busy: readonly string[], equal: number): string[] {
+/**
+ * The cuts giving `busy` keys (sorted or not) parts of their own beside `equal` equal-width parts,
+ * and splitting those parts where `slices` (each a key's blocks from which its rows go on in the
+ * next part) say.
+ */
+export function cutsFor(
+	busy: readonly string[],
+	equal: number,
+	slices: ReadonlyMap<string, readonly number[]> = new Map(),
+): string[] {
 	const taken = new Set(Array.from({ length: equal - 1 }, (_, i) => partBound(i + 1, equal)));
 	const cuts = new Set(busy.flatMap((k) => [k, `${k}0`]).filter((c) => !taken.has(c)));
+	for (const k of busy) for (const b of slices.get(k) ?? []) cuts.add(sliceCut(k, b));
 	return [...cuts].sort(textOrder);
 }
 
@@ -114,6 +150,24 @@ export function partOf(key: string, layout: PartLayout): number {
 	return lo;
 }
 
+/**
+ * The parts `key`'s rows of blocks `window` (all its blocks when absent) can be in, first to
+ * last: one, but for a key split into slices (sliceCut), whose cuts follow the key's own bound.
+ */
+export function partsIn(key: string, layout: PartLayout, window?: readonly [number, number]): number[] {
+	const first = partOf(key, layout);
+	const bounds = partBounds(layout);
+	let from = first;
+	let to = first;
+	for (let j = first; j < bounds.length; j++) {
+		const slice = sliceOf(bounds[j] as string);
+		if (slice?.key !== key) break;
+		if (window === undefined || slice.block <= window[1]) to = j + 1;
+		if (window !== undefined && slice.block <= window[0]) from = j + 1;
+	}
+	return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
+
 /** Part `i`'s file, of the index file at `path`. */
 export const partPath = (path: string, i: number): string =>
 	i === 0 ? path : path.replace(/\.parquet$/, `.p${i}.parquet`);
@@ -130,9 +184,18 @@ export const partPaths = (path: string, parts = 1): string[] =>
 export function partCondition(key: string, i: number, layout: PartLayout): string {
 	const bounds = partBounds(layout);
 	if (bounds.length === 0) return "true";
-	if (i === 0) return `("${key}" < ${sqlString(bounds[0] as string)} OR "${key}" IS NULL)`;
-	const lower = `"${key}" >= ${sqlString(bounds[i - 1] as string)}`;
-	return i < bounds.length ? `${lower} AND "${key}" < ${sqlString(bounds[i] as string)}` : lower;
+	// At or past bound `b`: a slice cut compares the key, then the block (its rows' `block_number`).
+	const atOrPast = (b: string, past: boolean) => {
+		const slice = sliceOf(b);
+		if (!slice) return `"${key}" ${past ? ">=" : "<"} ${sqlString(b)}`;
+		const k = sqlString(slice.key);
+		return past
+			? `("${key}" > ${k} OR ("${key}" = ${k} AND "block_number" >= ${slice.block}))`
+			: `("${key}" < ${k} OR ("${key}" = ${k} AND "block_number" < ${slice.block}))`;
+	};
+	if (i === 0) return `(${atOrPast(bounds[0] as string, false)} OR "${key}" IS NULL)`;
+	const lower = atOrPast(bounds[i - 1] as string, true);
+	return i < bounds.length ? `${lower} AND ${atOrPast(bounds[i] as string, false)}` : lower;
 }
 
 /**
@@ -161,5 +224,13 @@ export function equalPartOf(i: number, layout: PartLayout): number {
  */
 export function meetsPart(min: string, max: string, i: number, layout: PartLayout): boolean {
 	const bounds = partBounds(layout);
-	return (i === 0 || max >= (bounds[i - 1] as string)) && (i === bounds.length || min < (bounds[i] as string));
+	// A slice cut's part starts within its key's rows: a file whose keys reach that key meets it.
+	const lower = i === 0 ? "" : (bounds[i - 1] as string);
+	return (i === 0 || max >= (sliceOf(lower)?.key ?? lower)) && (i === bounds.length || min < (bounds[i] as string));
 }
+
+/** Whether a cut splits a key by blocks (sliceCut). */
+export const isSliceCut = (cut: string): boolean => sliceOf(cut) !== null;
+
+/** Whether cuts split a key by blocks: a manifest listing one is version 3. */
+export const hasSlices = (cuts: readonly string[] | undefined): boolean => cuts?.some(isSliceCut) ?? false;

@@ -60,7 +60,9 @@ const ghostSchema = z.looseObject({
 	hashes: z.array(z.string()).optional(),
 });
 const manifestSchema = z.looseObject({
-	version: z.union([z.literal(1), z.literal(2)], { error: "version must be 1 or 2 (the ones this chainlake reads)" }),
+	version: z.union([z.literal(1), z.literal(2), z.literal(3)], {
+		error: "version must be 1, 2 or 3 (the ones this chainlake reads)",
+	}),
 	chain: z.string(),
 	chain_number: count,
 	// Checked one by one below: zod over 20 000 chunks takes a quarter of a second, which the

@@ -6,7 +6,7 @@ import { crashPoint } from "../../util/crash-point.js";
 import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import { removingOnFailure } from "../../util/temp-files.js";
 import type { IndexName } from "./indexes.js";
-import { partPaths } from "./key-parts.js";
+import { hasSlices, partPaths } from "./key-parts.js";
 import { manifestPath, partitionPath, type RangeId } from "./layout.js";
 import { checkManifestText, manifestDamaged, previousManifestPath } from "./manifest-check.js";
 import { type ChunkEntry, type Manifest, type MetadataTable, RANKS, type RankTable, rankTablesOf } from "./records.js";
@@ -74,8 +74,13 @@ export async function writeManifest(dataDir: string, m: Manifest): Promise<void>
 	await mkdir(dirname(path), { recursive: true });
 	m.chunks.sort((a, b) => a.from - b.from);
 	const generation = nextGeneration(m);
-	// Version 2 only where a file has cuts: a folder without them stays readable by older chainlakes.
-	const version = m.chunks.some((c) => c.cuts) || m.runs?.some((r) => r.cuts) ? 2 : 1;
+	// Version 2 only where a file has cuts, 3 where a cut splits a key by blocks (key-parts.ts
+	// sliceCut: an older reader would take a sliced key's first part for all its rows): a folder
+	// without them stays readable by older chainlakes.
+	const sliced =
+		m.chunks.some((c) => Object.values(c.cuts ?? {}).some(hasSlices)) ||
+		(m.runs?.some((r) => hasSlices(r.cuts)) ?? false);
+	const version = sliced ? 3 : m.chunks.some((c) => c.cuts) || m.runs?.some((r) => r.cuts) ? 2 : 1;
 	await removingOnFailure([`${path}.tmp`, `${previousManifestPath(dataDir, m.chain)}.tmp`], async () => {
 		await writeFile(`${path}.tmp`, `${JSON.stringify(inKeyOrder({ ...m, version, generation }), null, 1)}\n`);
 		// Durable before it is in place, and in place (its folder synced) before the caller goes on to

@@ -20,11 +20,12 @@ import type { RangeId } from "./layout.js";
  */
 export interface Manifest {
 	/**
-	 * 2 once an index file is split with cuts (format/key-parts.ts: busy keys' own parts), else 1:
-	 * a chainlake that reads only 1 would pick the wrong part of such a file, so it refuses the
-	 * manifest instead (manifest.ts writeManifest sets it).
+	 * 2 once an index file is split with cuts (format/key-parts.ts: busy keys' own parts), 3 once
+	 * a cut splits a busy key by blocks (sliceCut), else 1: a chainlake that reads only a lower
+	 * version would pick the wrong part of such a file, so it refuses the manifest instead
+	 * (manifest.ts writeManifest sets it).
 	 */
-	version: 1 | 2;
+	version: 1 | 2 | 3;
 	chain: string;
 	chain_number: number;
 	chunks: ChunkEntry[];

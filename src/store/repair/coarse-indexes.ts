@@ -1,7 +1,7 @@
 import { sqlString as quote } from "../../util/sql-string.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
-import { ownPartRows, type PartSplit } from "../format/key-parts.js";
+import { isSliceCut, ownPartRows, type PartSplit, sliceRows } from "../format/key-parts.js";
 import { filterPath, loadKeyFilter } from "../indexes/key-filter.js";
 
 /*
@@ -38,7 +38,9 @@ export async function isCoarse(writer: ParquetWriter, index: IndexName, path: st
 /**
  * Whether index file `path` (part 0's path; the file split with `cuts`) has a key with more rows
  * than a part of its own takes (ownPartRows) and no cut of its own: a file written before cuts,
- * where that key's part made every other key of its range walk its row groups. Judged from the
+ * where that key's part made every other key of its range walk its row groups; or, in a kind
+ * whose busy keys are sliced by block (key-parts.ts sliceCut), a key with more rows than a slice
+ * and no slice: written before slices, its first page walked all its row groups. Judged from the
  * key filter's busy keys and their rows (no file read); a kind without busy lists, or a filter
  * written before it recorded their rows, is not judged (its files get cuts when merged again).
  */
@@ -53,8 +55,13 @@ export async function sharesBusyPart(index: IndexName, path: string, cuts: reado
 		return false;
 	}
 	const most = ownPartRows(def.rowGroupSize, def.partRowGroups);
+	const slice = sliceRows(def.rowGroupSize, def.partRowGroups);
 	const own = new Set(cuts);
-	for (const [key, busy] of rows ?? []) if (busy.rows > most && !own.has(key)) return true;
+	const sliced = new Set(cuts.filter(isSliceCut).map((c) => c.slice(0, c.lastIndexOf("#"))));
+	for (const [key, busy] of rows ?? []) {
+		if (busy.rows > most && !own.has(key)) return true;
+		if (def.slices && busy.rows > slice && !sliced.has(key)) return true;
+	}
 	return false;
 }
 
