@@ -257,8 +257,8 @@ describe("key-range parts", () => {
 				);
 				expect(read.getRowObjectsJS().map((r) => r.k)).toEqual([b]);
 			}
-			// A sliced key's slices hold it alone, in block order, each a part's rows or fewer (unless
-			// one block has more), and all its rows between them.
+			// A sliced key's slices hold it alone, none empty, in block order, and all its rows between
+			// them (the slices' sizes: busy-parts.test.ts).
 			const sliced = (m.runs ?? []).filter(
 				(r) => (INDEXES[r.index] as IndexDef).slices && r.cuts?.some((c) => c.includes("#")),
 			);

@@ -2,7 +2,7 @@ import { sqlString as quote } from "../../util/sql-string.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
 import { isSliceCut, ownPartRows, type PartSplit, sliceRows } from "../format/key-parts.js";
-import { filterPath, loadKeyFilter } from "../indexes/key-filter.js";
+import { type BusyKey, filterPath, loadKeyFilter, MARK_ROWS } from "../indexes/key-filter.js";
 
 /*
  * Index files written in larger row groups than this version writes (the by-address indexes had
@@ -47,7 +47,7 @@ export async function isCoarse(writer: ParquetWriter, index: IndexName, path: st
 export async function sharesBusyPart(index: IndexName, path: string, cuts: readonly string[] = []): Promise<boolean> {
 	const def: IndexDef = INDEXES[index];
 	if (def.key === "hash" || def.busyRows === undefined) return false;
-	let rows: ReadonlyMap<string, { rows: number }> | undefined;
+	let rows: ReadonlyMap<string, BusyKey> | undefined;
 	try {
 		rows = (await loadKeyFilter(filterPath(path))).busyRows;
 	} catch {
@@ -60,8 +60,22 @@ export async function sharesBusyPart(index: IndexName, path: string, cuts: reado
 	const sliced = new Set(cuts.filter(isSliceCut).map((c) => c.slice(0, c.lastIndexOf("#"))));
 	for (const [key, busy] of rows ?? []) {
 		if (busy.rows > most && !own.has(key)) return true;
-		if (def.slices && busy.rows > slice && !sliced.has(key)) return true;
+		if (def.slices && !sliced.has(key) && sliceable(busy, slice)) return true;
 	}
+	return false;
+}
+
+/**
+ * Whether the writer would cut a key of `busy` rows into slices of `slice` rows: a row at a
+ * multiple of `slice` lies in a later block than its first row. Read from its marks (the block of
+ * every MARK_ROWS-th row), which may miss a cut between two marks but never claim one the writer
+ * would not make: a key whose rows sit in one block is never due again, so reindex is done after
+ * one pass.
+ */
+function sliceable(busy: BusyKey, slice: number): boolean {
+	const first = busy.marks[0] ?? 0;
+	for (let at = slice; at < busy.rows; at += slice)
+		if ((busy.marks[Math.floor(at / MARK_ROWS)] ?? 0) > first) return true;
 	return false;
 }
 
