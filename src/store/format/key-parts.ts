@@ -229,8 +229,9 @@ export function meetsPart(min: string, max: string, i: number, layout: PartLayou
 	return (i === 0 || max >= (sliceOf(lower)?.key ?? lower)) && (i === bounds.length || min < (bounds[i] as string));
 }
 
-/** Whether a cut splits a key by blocks (sliceCut). */
-export const isSliceCut = (cut: string): boolean => sliceOf(cut) !== null;
+/** The keys that `cuts` split by blocks (sliceCut). */
+export const slicedKeys = (cuts: readonly string[]): Set<string> => new Set(cuts.flatMap((c) => sliceOf(c)?.key ?? []));
 
 /** Whether cuts split a key by blocks: a manifest listing one is version 3. */
-export const hasSlices = (cuts: readonly string[] | undefined): boolean => cuts?.some(isSliceCut) ?? false;
+export const hasSlices = (cuts: readonly string[] | undefined): boolean =>
+	cuts?.some((c) => sliceOf(c) !== null) ?? false;

@@ -1,7 +1,7 @@
 import { sqlString as quote } from "../../util/sql-string.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
-import { isSliceCut, ownPartRows, type PartSplit, sliceRows } from "../format/key-parts.js";
+import { ownPartRows, type PartSplit, slicedKeys, sliceRows } from "../format/key-parts.js";
 import { type BusyKey, filterPath, loadKeyFilter, MARK_ROWS } from "../indexes/key-filter.js";
 
 /*
@@ -57,7 +57,7 @@ export async function sharesBusyPart(index: IndexName, path: string, cuts: reado
 	const most = ownPartRows(def.rowGroupSize, def.partRowGroups);
 	const slice = sliceRows(def.rowGroupSize, def.partRowGroups);
 	const own = new Set(cuts);
-	const sliced = new Set(cuts.filter(isSliceCut).map((c) => c.slice(0, c.lastIndexOf("#"))));
+	const sliced = slicedKeys(cuts);
 	for (const [key, busy] of rows ?? []) {
 		if (busy.rows > most && !own.has(key)) return true;
 		if (def.slices && !sliced.has(key) && sliceable(busy, slice)) return true;
