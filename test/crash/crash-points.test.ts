@@ -252,7 +252,7 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
 	// can prevent for minutes under a full parallel test run.
 	["runs.merged", none], // a run file written, no filter, its inputs still listed
 	["runs.filter-written", none], // the restart merges again: run and filter written, not listed
-	["lookup-db.tmp-written", none], // a block_records run's lookup database as .tmp, the run not listed
+	["lookup-db.tmp-written", none], // a lookup records run's lookup database as .tmp, the run not listed
 	["runs.lookup-db-written", none], // the restart writes it whole: run, filter and database, not listed
 	["runs.committed", none], // the run listed, its inputs unlisted but on disk
 	// Then the same chunks' dataset files merged into one chunk (chunk-merges.ts).

@@ -52,7 +52,7 @@ export function folderState(chainDir: string) {
 		for (let i = 0; i < (r.walletRecordParts ?? 1); i++)
 			listed.add(join(wallets, i === 0 ? name : name.replace(/\.parquet$/, `.p${i}.parquet`)));
 	}
-	// Merged index runs, each with its key filter beside it, and a block run its lookup database.
+	// Merged index runs, each with its key filter beside it, and the block and transaction runs their lookup databases.
 	for (const r of m?.runs ?? []) {
 		listed.add(join(r.index, partitionFileName(r.index, r)));
 		listed.add(join(r.index, `${partitionFileName(r.index, r)}.filter`));

@@ -10,7 +10,7 @@ import { createFollower } from "../../src/follow/follower.js";
 import { createStore } from "../../src/query/store/create-store.js";
 import type { Store } from "../../src/query/store/store.js";
 import { createRpcClient } from "../../src/rpc/client.js";
-import { DEFERRED, INDEX_NAMES, INDEXES, REPLACED } from "../../src/store/format/indexes.js";
+import { DEFERRED, INDEX_NAMES, INDEXES, type IndexDef, REPLACED } from "../../src/store/format/indexes.js";
 import { partPaths } from "../../src/store/format/key-parts.js";
 import { manifestPath, partitionPath } from "../../src/store/format/layout.js";
 import type { Manifest, RunEntry } from "../../src/store/format/records.js";
@@ -213,18 +213,20 @@ describe("merged index runs", () => {
 		}
 	}, 240_000);
 
-	it("block_records runs carry a lookup database of their rows that block lookups attach and read; without it the Parquet parts answer", async () => {
+	it("block_records and transaction_records runs carry a lookup database of their rows that lookups by hash attach and read; without it the Parquet parts answer", async () => {
 		const dir = join(root, "merged");
 		const m = await manifestOf(dir);
-		const runs = (m.runs ?? []).filter((r) => r.index === "block_records");
-		expect(runs.length).toBeGreaterThan(1);
+		const kinds = INDEX_NAMES.filter((i) => (INDEXES[i] as IndexDef).lookupDb);
+		expect(kinds.sort()).toEqual(["block_records", "transaction_records"]);
+		const runs = (m.runs ?? []).filter((r) => kinds.includes(r.index));
+		for (const kind of kinds) expect(runs.filter((r) => r.index === kind).length, kind).toBeGreaterThan(1);
 		// Only the kinds marked so have them.
-		expect((m.runs ?? []).filter((r) => r.lookup_db).every((r) => r.index === "block_records")).toBe(true);
+		expect((m.runs ?? []).filter((r) => r.lookup_db).every((r) => kinds.includes(r.index))).toBe(true);
 		const views = await openViews(dir, CHAIN);
 		const dbOf = (r: RunEntry) => lookupDbPath(partitionPath(dir, m.chain, r.index, r));
 		try {
 			for (const [i, r] of runs.entries()) {
-				expect(r.lookup_db, `${r.from}..${r.to}`).toBe(true);
+				expect(r.lookup_db, `${r.index} ${r.from}..${r.to}`).toBe(true);
 				const path = partitionPath(dir, m.chain, r.index, r);
 				const parts = partPaths(path, r.parts)
 					.map((p) => `'${p}'`)
@@ -240,28 +242,31 @@ describe("merged index runs", () => {
 		const hashes = async (d: string) => {
 			const v = await openViews(d, CHAIN);
 			try {
-				return (await v.rows("SELECT hash AS h, number AS n FROM blocks ORDER BY number")).map((x) => ({
-					h: String(x.h),
-					n: Number(x.n),
-				}));
+				const of = async (sql: string) => (await v.rows(sql)).map((x) => String(x.h));
+				return {
+					blocks: await of("SELECT hash AS h FROM blocks ORDER BY number"),
+					txs: await of("SELECT transaction_hash AS h FROM transactions ORDER BY id"),
+				};
 			} finally {
 				v.close();
 			}
 		};
-		const blocks = await hashes(dir);
+		const { blocks, txs } = await hashes(dir);
+		expect(txs.length).toBeGreaterThan(60);
 		const whole = await serve(join(root, "whole"));
-		/** Every block by hash through `get`, against the unmerged folder's; the lookup databases `store` attached. */
+		/** Every block and transaction by hash through `get`, against the unmerged folder's; the lookup databases `store` attached. */
 		const answersAll = async (get: Get, store: Store) => {
-			for (const { h } of blocks) {
-				const [a, w] = await Promise.all([get(`/blocks/${h}`), whole(`/blocks/${h}`)]);
-				expect(a.statusCode, `${h}: ${a.body}`).toBe(200);
+			for (const path of [...blocks.map((h) => `/blocks/${h}`), ...txs.map((h) => `/txs/${h}`)]) {
+				const [a, w] = await Promise.all([get(path), whole(path)]);
+				expect(a.statusCode, `${path}: ${a.body}`).toBe(200);
 				expect(a.json()).toEqual(w.json());
 			}
 			expect((await get(`/blocks/0x${"ab".repeat(32)}`)).statusCode).toBe(404);
+			expect((await get(`/txs/0x${"ab".repeat(32)}`)).statusCode).toBe(404);
 			const attached = await store.query(`eip155-${CHAIN}`, "SELECT path FROM duckdb_databases() WHERE NOT internal");
 			return attached.map((x) => String(x.path)).filter((p) => p.endsWith(".duckdb"));
 		};
-		// Every run's database attached by the lookups of its blocks.
+		// Every run's database attached by the lookups of its blocks and transactions.
 		const merged = await serve(dir);
 		expect((await answersAll(merged, (apps.at(-1) as { store: Store }).store)).sort()).toEqual(runs.map(dbOf).sort());
 
@@ -278,8 +283,9 @@ describe("merged index runs", () => {
 		expect(await answersAll(await serve(older), (apps.at(-1) as { store: Store }).store)).toEqual([]);
 		await reindexChain(older, { id: `eip155-${CHAIN}`, number: CHAIN });
 		const redone = await manifestOf(older);
-		const olderRuns = (redone.runs ?? []).filter((r) => r.index === "block_records");
-		expect(olderRuns.map((r) => [r.from, r.to, r.lookup_db])).toEqual(runs.map((r) => [r.from, r.to, true]));
+		const olderRuns = (redone.runs ?? []).filter((r) => kinds.includes(r.index));
+		const spans = (rs: RunEntry[]) => rs.map((r) => [r.index, r.from, r.to, r.lookup_db ?? false]).sort();
+		expect(spans(olderRuns)).toEqual(spans(runs));
 		for (const r of olderRuns) expect(existsSync(lookupDbPath(partitionPath(older, m.chain, r.index, r)))).toBe(true);
 		expect(await answersAll(await serve(older), (apps.at(-1) as { store: Store }).store)).toHaveLength(runs.length);
 

@@ -333,7 +333,7 @@ describe("npm run reindex on a folder written with unsigned types", () => {
 			expect(upgraded).toContain(`ghost blocks ${before.ghosts?.[0]?.from}..${before.ghosts?.[0]?.to}`);
 
 			const after = await manifestOf(dir);
-			// (The others: a save for each block run's lookup database, and the holder ranks'.)
+			// (The others: a save for each block or transaction run's lookup database, and the holder ranks'.)
 			expect(lookupRuns(before)).toBeGreaterThan(0);
 			expect(after.generation).toBe((before.generation ?? 0) + entries + lookupRuns(before) + 1);
 			for (const r of after.runs ?? [])

@@ -218,6 +218,11 @@ export const INDEXES = {
 		smallGroups: true,
 		partRowGroups: RECORD_PART_ROW_GROUPS,
 		columns: RECORD_COLUMNS,
+		// As the block records' below: through the API a transaction by hash took 0.79 of its time
+		// at M (7.56 → 5.96 ms p50, BENCHMARKS.md "twenty-second figures"), for a database of about
+		// twice the run's Parquet bytes beside it (M: 327 MiB of Parquet in the run, 645 of database;
+		// the lake then 44% of PostgreSQL's tables and indexes, under the issue's 50%).
+		lookupDb: true,
 		doc: "every transaction (`hash`) with its record: its fields and its logs' as one JSON array (`record`; field order in the code's lookup-records.ts), sorted by hash, in small row groups: `/txs/{hash}` reads one",
 	},
 	block_records: {

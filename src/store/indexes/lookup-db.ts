@@ -7,10 +7,10 @@ import { partitionPath } from "../format/layout.js";
 import type { Manifest, RunEntry } from "../format/records.js";
 
 /*
- * Lookup databases: a merged run of an index marked `lookupDb` (indexes.ts: the block records)
- * copied into a DuckDB database file beside its Parquet parts (`<run>.parquet.duckdb`), one table
- * sorted by the key with an ART index on it, which the service attaches read-only and reads for a
- * lookup instead of the parts (query/store/lookup-dbs.ts).
+ * Lookup databases: a merged run of an index marked `lookupDb` (indexes.ts: the block and
+ * transaction records) copied into a DuckDB database file beside its Parquet parts
+ * (`<run>.parquet.duckdb`), one table sorted by the key with an ART index on it, which the service
+ * attaches read-only and reads for a lookup instead of the parts (query/store/lookup-dbs.ts).
  *
  * Why: every read of a Parquet file is bound and planned again (DuckDB's `read_parquet` says its
  * bind data cannot be cached), about a quarter of a lookup's time; a table of DuckDB's own format
