@@ -3,6 +3,7 @@ import { COMPACT_ROWS } from "./chunks/chunk-merges.js";
 import { LOOKUP_TABLE } from "./files/lookup-db-writer.js";
 import { PARQUET_OPTIONS, rowGroupSizeOf } from "./files/parquet-writer.js";
 import { INDEX_NAMES, INDEXES, type IndexDef } from "./format/indexes.js";
+import { SLICE_ROW_GROUP_SIZE } from "./format/key-parts.js";
 import { HEAD_RANKS, METADATA_TABLE_NAMES, METADATA_TABLES, RANKS, WALLET_RECORDS, WALLETS } from "./format/records.js";
 import { SCHEMAS, SORT_KEY } from "./format/schema.js";
 import { RANK_COLUMNS, WALLET_RECORD_COLUMNS, WALLET_RECORD_FIELDS } from "./holdings/holder-ranks.js";
@@ -154,9 +155,10 @@ file is written as key-range parts: part 0 under the file's name, part i as
 \`<name>.p<i>.parquet\` (the manifest entry's \`parts\`), split by the key's leading hex digits,
 and a key with more rows than half a part in a part of its own (its bounds are the entry's
 \`cuts\`; a manifest listing cuts is \`version\` 2, which older chainlakes refuse rather than
-read the wrong part). In the by-address kinds such a key's part is itself cut by block into parts
-of at most a part's rows (a cut \`<key>#<block, 12 digits>\`: its rows from that block on are in the
-next part; a manifest listing one is \`version\` 3). A file's rows are all its parts'. Once a chunk is
+read the wrong part). In the by-address kinds, a key with more rows than a part has its part itself
+cut by block into parts of about a quarter of a part's rows (a cut \`<key>#<block, 12 digits>\`: its
+rows from that block on are in the next part; a manifest listing one is \`version\` 3), each in row
+groups of ${SLICE_ROW_GROUP_SIZE} rows. A file's rows are all its parts'. Once a chunk is
 settled (final, and a whole partition), its index files are merged with their neighbours' into
 runs of ${FAN_IN}, ${FAN_IN ** 2}, ${FAN_IN ** 3}, ... partitions (the manifest's \`runs\`; the file name's block range is
 the run's; after \`npm run reindex -- --whole-history\`, one run of a lookup kind may span any

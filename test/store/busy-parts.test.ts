@@ -5,14 +5,15 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TransferRow } from "../../src/extract/rows.js";
 import { createParquetWriter, type IndexWrite, type ParquetWriter } from "../../src/store/files/parquet-writer.js";
-import { partOf, partPaths, partsIn } from "../../src/store/format/key-parts.js";
+import { partOf, partPaths, partsIn, SLICE_ROW_GROUP_SIZE, sliceRows } from "../../src/store/format/key-parts.js";
 import { checkManifestText } from "../../src/store/format/manifest-check.js";
 import { erc20Transfer } from "../helpers/transfer-rows.js";
 
 /**
  * A busy key's own key-range part (src/store/format/key-parts.ts): derive and merge, through the
  * real writer into real Parquet files, put every row of a key with more than half a part's rows
- * into a part holding that key alone (cut by block into slices when it has more than a part's),
+ * into a part holding that key alone (cut by block into slices of a quarter of a part's rows when
+ * it has more than half a part's),
  * every other key into the equal-width part its range says, and lose or add no row. (The routes over such files: test/store/key-parts.test.ts.)
  */
 const PART_ROWS = 4096;
@@ -56,15 +57,19 @@ afterAll(async () => {
 });
 
 /**
- * Checks `written` at `path`: BUSY alone in its own part, cut by block into slices of at most a
- * part's rows and a block's (its rows come 100 a block); every other key in the part partOf names.
+ * Checks `written` at `path`: BUSY alone in its own part, cut by block (when it has more than a
+ * part's rows) into slices of at most a slice's rows and a block's (its rows come 100 a block), in
+ * row groups of SLICE_ROW_GROUP_SIZE; every other key in the part partOf names.
  */
 async function checkParts(path: string, written: IndexWrite, busyRows: number) {
 	const slices = written.cuts.filter((c) => c.startsWith(`${BUSY}#`));
 	expect(written.cuts).toEqual([BUSY, ...slices, `${BUSY}0`]);
 	const files = partPaths(path, written.parts);
 	const own = partsIn(BUSY, written);
-	expect(own.length).toBe(Math.ceil(busyRows / PART_ROWS));
+	const sliceSize = sliceRows(2048);
+	expect(sliceSize).toBe(PART_ROWS / 4);
+	const sliced = busyRows > PART_ROWS;
+	expect(own.length).toBe(sliced ? Math.ceil(busyRows / sliceSize) : 1);
 	expect(own[0]).toBe(partOf(BUSY, written));
 	let n = 0;
 	let last = -1;
@@ -74,7 +79,15 @@ async function checkParts(path: string, written: IndexWrite, busyRows: number) {
 		const [slice] = await rows(
 			`SELECT count(*) AS n, min(block_number) AS lo, max(block_number) AS hi FROM read_parquet('${files[i]}')`,
 		);
-		expect(Number(slice?.n)).toBeLessThanOrEqual(PART_ROWS + 100);
+		// A slice in small row groups (the small-groups writer): a page decodes little of it.
+		const [groups] = await rows(
+			`SELECT max(row_group_num_rows) AS most, count(DISTINCT row_group_id) AS n FROM parquet_metadata('${files[i]}')`,
+		);
+		if (sliced) {
+			expect(Number(slice?.n)).toBeLessThanOrEqual(sliceSize + 100);
+			expect(Number(groups?.most)).toBeLessThanOrEqual(SLICE_ROW_GROUP_SIZE);
+			expect(Number(groups?.n)).toBe(Math.ceil(Number(slice?.n) / SLICE_ROW_GROUP_SIZE));
+		} else expect(Number(groups?.most)).toBe(2048);
 		expect(Number(slice?.lo)).toBeGreaterThan(last);
 		// The window of the slice's blocks picks it alone.
 		expect(partsIn(BUSY, written, [Number(slice?.lo), Number(slice?.hi)])).toEqual([i]);

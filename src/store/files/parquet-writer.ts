@@ -12,6 +12,7 @@ import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
 import {
 	cutsFor,
 	equalPartOf,
+	isSlice,
 	meetsPart,
 	ownPartRows,
 	type PartSplit,
@@ -19,6 +20,8 @@ import {
 	partNumberSql,
 	partPath,
 	partsFor,
+	SLICE_ROW_GROUP_SIZE,
+	slicedOver,
 	sliceRows,
 } from "../format/key-parts.js";
 import { stagingDir } from "../format/layout.js";
@@ -270,9 +273,12 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				const part = partPath(path, i);
 				made.push(`${part}.tmp`, part);
 				const select = `${partRows(i)} ORDER BY ${orderOf(index)}`;
-				if (def.smallGroups) {
+				// A busy key's slice in groups smaller than DuckDB writes (key-parts.ts sliceRows).
+				const slice = def.slices === true && isSlice(i, layout);
+				if (def.smallGroups || slice) {
 					if (i === 0) crashPoint(written);
-					await writeSmallGroups(conn, select, part, def.rowGroupSize);
+					if (slice) await writeSmallGroups(conn, select, part, SLICE_ROW_GROUP_SIZE, true);
+					else await writeSmallGroups(conn, select, part, def.rowGroupSize);
 				} else {
 					const copy = `COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`;
 					await conn.run(copy);
@@ -309,12 +315,12 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		const most = ownPartRows(def.rowGroupSize, def.partRowGroups);
 		let count = known;
 		let busy: string[] = [];
-		// The busy keys with more rows than a slice, where the kind slices them (key-parts.ts).
+		// The busy keys with more rows than slicedOver, where the kind slices them (key-parts.ts).
 		let sliced: string[] = [];
 		let busyRows = 0;
 		if (def.key !== "hash" && (known === undefined || known > most)) {
 			const busyOnly = `FILTER (WHERE k IS NOT NULL AND n > ${most})`;
-			const slice = def.slices ? sliceRows(def.rowGroupSize, def.partRowGroups) : Number.MAX_SAFE_INTEGER;
+			const slice = def.slices ? slicedOver(def.rowGroupSize, def.partRowGroups) : Number.MAX_SAFE_INTEGER;
 			const [r] = (
 				await conn.runAndReadAll(
 					`WITH c AS (SELECT "${def.key}" AS k, count(*) AS n FROM (${rows}) GROUP BY 1)
@@ -332,10 +338,10 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		return { count, parts: equal + cuts.length, cuts };
 	};
 	/**
-	 * Where `keys` (busy keys with more rows than a slice) are cut into slices (key-parts.ts
+	 * Where `keys` (busy keys with more rows than slicedOver) are cut into slices (key-parts.ts
 	 * sliceCut): the block of every slice-th of their rows in block order, so that each slice holds
-	 * about a part's rows (more where one block holds many). One pass over their rows, only when
-	 * there are such keys.
+	 * about sliceRows (more where one block holds many). One pass over their rows, only when
+	 * there are such keys. writeParts writes each slice in small row groups.
 	 */
 	const slicesOf = async (rows: string, def: IndexDef, keys: readonly string[]) => {
 		const slices = new Map<string, number[]>();

@@ -23,7 +23,8 @@
  * one (6.75 ms), a file of its first 32 row groups 3.93 (BENCHMARKS.md). Such a split is a slice
  * cut `K#<block, 12 digits>`: the key's rows from that block on are in the next part. As text it
  * sorts after `K` and before `K0`, so the cuts stay one sorted list; a reader picks the slices
- * of the key whose blocks meet its window (partsIn).
+ * of the key whose blocks meet its window (partsIn). Slices hold a quarter of a part's rows each,
+ * in groups of 512 rows (sliceRows).
  *
  * Part 0 keeps the file's own name, so a one-part file is named as before; part i > 0 is
  * `<name>.p<i>.parquet`. Part i holds the keys k with bound(i) <= k < bound(i + 1) compared as
@@ -55,9 +56,23 @@ export function partsFor(rows: number, rowGroupSize: number, groupsPerPart = PAR
 export const ownPartRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
 	Math.floor(partRows(rowGroupSize, groupsPerPart) / 2);
 
-/** Rows of a busy key's slice (key-parts of an index with `slices`): a part's. */
-export const sliceRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
+/** A busy key with more rows than this (a part's) has its own part cut by block into slices. */
+export const slicedOver = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
 	partRows(rowGroupSize, groupsPerPart);
+
+/**
+ * Rows of a busy key's slice (key-parts of an index with `slices`): a quarter of a part's, in row
+ * groups of SLICE_ROW_GROUP_SIZE. A page of a busy key reads one slice and decodes the row group
+ * or two holding its rows, and the smaller the group the less it decodes, but the more groups a
+ * file has the longer DuckDB walks them: M's busiest wallet's first page read 4.41 ms from its
+ * slice of 65,536 rows in groups of 2,048, 4.84 from the same rows in groups of 512, 2.53 from its
+ * first 16,384 rows in groups of 512, 3.63 in groups of 256 (BENCHMARKS.md "twenty-second figures").
+ */
+export const sliceRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
+	Math.max(1, Math.floor(partRows(rowGroupSize, groupsPerPart) / 4));
+
+/** Rows a row group of a slice (written by the small-groups writer: DuckDB writes no fewer than 2,048). */
+export const SLICE_ROW_GROUP_SIZE = 512;
 
 /** How a write split an index file: `parts` files in all, `cuts` the bounds of busy keys' own parts among them (sorted). */
 export interface PartSplit {
@@ -166,6 +181,14 @@ export function partsIn(key: string, layout: PartLayout, window?: readonly [numb
 		if (window !== undefined && slice.block <= window[0]) from = j + 1;
 	}
 	return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
+
+/** Whether part `i` of `layout` is one of a busy key's slices (the first too: the part its key's own cut opens). */
+export function isSlice(i: number, layout: PartLayout): boolean {
+	const bounds = partBounds(layout);
+	const below = bounds[i - 1];
+	const above = bounds[i];
+	return (below !== undefined && sliceOf(below) !== null) || (above !== undefined && sliceOf(above)?.key === below);
 }
 
 /** Part `i`'s file, of the index file at `path`. */

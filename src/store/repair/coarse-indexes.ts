@@ -1,7 +1,7 @@
 import { sqlString as quote } from "../../util/sql-string.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
-import { ownPartRows, type PartSplit, slicedKeys, sliceRows } from "../format/key-parts.js";
+import { ownPartRows, type PartSplit, slicedKeys, slicedOver, sliceRows } from "../format/key-parts.js";
 import { type BusyKey, filterPath, loadKeyFilter, MARK_ROWS } from "../indexes/key-filter.js";
 
 /*
@@ -39,7 +39,7 @@ export async function isCoarse(writer: ParquetWriter, index: IndexName, path: st
  * Whether index file `path` (part 0's path; the file split with `cuts`) has a key with more rows
  * than a part of its own takes (ownPartRows) and no cut of its own: a file written before cuts,
  * where that key's part made every other key of its range walk its row groups; or, in a kind
- * whose busy keys are sliced by block (key-parts.ts sliceCut), a key with more rows than a slice
+ * whose busy keys are sliced by block (key-parts.ts sliceCut), a key with more rows than slicedOver
  * and no slice: written before slices, its first page walked all its row groups. Judged from the
  * key filter's busy keys and their rows (no file read); a kind without busy lists, or a filter
  * written before it recorded their rows, is not judged (its files get cuts when merged again).
@@ -56,11 +56,12 @@ export async function sharesBusyPart(index: IndexName, path: string, cuts: reado
 	}
 	const most = ownPartRows(def.rowGroupSize, def.partRowGroups);
 	const slice = sliceRows(def.rowGroupSize, def.partRowGroups);
+	const over = slicedOver(def.rowGroupSize, def.partRowGroups);
 	const own = new Set(cuts);
 	const sliced = slicedKeys(cuts);
 	for (const [key, busy] of rows ?? []) {
 		if (busy.rows > most && !own.has(key)) return true;
-		if (def.slices && !sliced.has(key) && sliceable(busy, slice)) return true;
+		if (def.slices && busy.rows > over && !sliced.has(key) && sliceable(busy, slice)) return true;
 	}
 	return false;
 }
