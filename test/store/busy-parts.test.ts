@@ -13,7 +13,7 @@ import { erc20Transfer } from "../helpers/transfer-rows.js";
  * A busy key's own key-range part (src/store/format/key-parts.ts): derive and merge, through the
  * real writer into real Parquet files, put every row of a key with more than half a part's rows
  * into a part holding that key alone (cut by block into slices of a quarter of a part's rows when
- * it has more than half a part's),
+ * it has more than a part's),
  * every other key into the equal-width part its range says, and lose or add no row. (The routes over such files: test/store/key-parts.test.ts.)
  */
 const PART_ROWS = 4096;

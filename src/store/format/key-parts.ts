@@ -71,7 +71,7 @@ export const slicedOver = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS
 export const sliceRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
 	Math.max(1, Math.floor(partRows(rowGroupSize, groupsPerPart) / 4));
 
-/** Rows a row group of a slice (written by the small-groups writer: DuckDB writes no fewer than 2,048). */
+/** Rows of a slice's row group (written by the small-groups writer: DuckDB writes no fewer than 2,048 a group). */
 export const SLICE_ROW_GROUP_SIZE = 512;
 
 /** How a write split an index file: `parts` files in all, `cuts` the bounds of busy keys' own parts among them (sorted). */
