@@ -277,8 +277,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				const slice = def.slices === true && isSlice(i, layout);
 				if (def.smallGroups || slice) {
 					if (i === 0) crashPoint(written);
-					if (slice) await writeSmallGroups(conn, select, part, SLICE_ROW_GROUP_SIZE, true);
-					else await writeSmallGroups(conn, select, part, def.rowGroupSize);
+					await writeSmallGroups(conn, select, part, slice ? SLICE_ROW_GROUP_SIZE : def.rowGroupSize, slice);
 				} else {
 					const copy = `COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`;
 					await conn.run(copy);
@@ -320,12 +319,12 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		let busyRows = 0;
 		if (def.key !== "hash" && (known === undefined || known > most)) {
 			const busyOnly = `FILTER (WHERE k IS NOT NULL AND n > ${most})`;
-			const slice = def.slices ? slicedOver(def.rowGroupSize, def.partRowGroups) : Number.MAX_SAFE_INTEGER;
+			const over = def.slices ? slicedOver(def.rowGroupSize, def.partRowGroups) : Number.MAX_SAFE_INTEGER;
 			const [r] = (
 				await conn.runAndReadAll(
 					`WITH c AS (SELECT "${def.key}" AS k, count(*) AS n FROM (${rows}) GROUP BY 1)
 					 SELECT sum(n)::BIGINT AS total, list(k ORDER BY k) ${busyOnly} AS busy, (sum(n) ${busyOnly})::BIGINT AS busy_rows,
-					        list(k) FILTER (WHERE k IS NOT NULL AND n > ${slice}) AS sliced FROM c`,
+					        list(k) FILTER (WHERE k IS NOT NULL AND n > ${over}) AS sliced FROM c`,
 				)
 			).getRowObjectsJS();
 			count = Number(r?.total ?? 0);
