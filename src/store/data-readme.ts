@@ -156,7 +156,7 @@ file is written as key-range parts: part 0 under the file's name, part i as
 and a key with more rows than half a part in a part of its own (its bounds are the entry's
 \`cuts\`; a manifest listing cuts is \`version\` 2, which older chainlakes refuse rather than
 read the wrong part). In the by-address kinds, a key with more rows than a part has its part itself
-cut by block into parts of about a quarter of a part's rows (a cut \`<key>#<block, 12 digits>\`: its
+cut by block into parts of about a part's rows (a cut \`<key>#<block, 12 digits>\`: its
 rows from that block on are in the next part; a manifest listing one is \`version\` 3), each in row
 groups of ${SLICE_ROW_GROUP_SIZE} rows. A file's rows are all its parts'. Once a chunk is
 settled (final, and a whole partition), its index files are merged with their neighbours' into

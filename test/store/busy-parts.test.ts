@@ -12,8 +12,8 @@ import { erc20Transfer } from "../helpers/transfer-rows.js";
 /**
  * A busy key's own key-range part (src/store/format/key-parts.ts): derive and merge, through the
  * real writer into real Parquet files, put every row of a key with more than half a part's rows
- * into a part holding that key alone (cut by block into slices of a quarter of a part's rows when
- * it has more than a part's),
+ * into a part holding that key alone (cut by block into slices of a part's rows when it has more
+ * than a part's),
  * every other key into the equal-width part its range says, and lose or add no row. (The routes over such files: test/store/key-parts.test.ts.)
  */
 const PART_ROWS = 4096;
@@ -66,8 +66,8 @@ async function checkParts(path: string, written: IndexWrite, busyRows: number) {
 	expect(written.cuts).toEqual([BUSY, ...slices, `${BUSY}0`]);
 	const files = partPaths(path, written.parts);
 	const own = partsIn(BUSY, written);
-	const sliceSize = sliceRows(2048);
-	expect(sliceSize).toBe(PART_ROWS / 4);
+	const sliceSize = sliceRows(SLICE_ROW_GROUP_SIZE);
+	expect(sliceSize).toBe(PART_ROWS);
 	const sliced = busyRows > PART_ROWS;
 	expect(own.length).toBe(sliced ? Math.ceil(busyRows / sliceSize) : 1);
 	expect(own[0]).toBe(partOf(BUSY, written));
@@ -87,7 +87,7 @@ async function checkParts(path: string, written: IndexWrite, busyRows: number) {
 			expect(Number(slice?.n)).toBeLessThanOrEqual(sliceSize + 100);
 			expect(Number(groups?.most)).toBeLessThanOrEqual(SLICE_ROW_GROUP_SIZE);
 			expect(Number(groups?.n)).toBe(Math.ceil(Number(slice?.n) / SLICE_ROW_GROUP_SIZE));
-		} else expect(Number(groups?.most)).toBe(2048);
+		} else expect(Number(groups?.most)).toBe(512);
 		expect(Number(slice?.lo)).toBeGreaterThan(last);
 		// The window of the slice's blocks picks it alone.
 		expect(partsIn(BUSY, written, [Number(slice?.lo), Number(slice?.hi)])).toEqual([i]);

@@ -25,7 +25,7 @@ import { rowsOf } from "../helpers/duck-rows.js";
 
 /**
  * Index files written in larger row groups than this version writes (the by-address indexes
- * before issue 26: 16,384 rows a group; now 2,048): they still answer, and `npm run reindex`
+ * before issue 26: 16,384 rows a group; then 2,048; now 512): they still answer, and `npm run reindex`
  * writes them again in this version's row groups and key-range parts (src/store/repair/coarse-indexes.ts),
  * with the same answers, verify clean, and nothing to do on a second run.
  */
@@ -79,17 +79,17 @@ beforeAll(async () => {
 	root = await mkdtemp(join(tmpdir(), "chainlake-coarse-"));
 	db = await DuckDBInstance.create(":memory:");
 	await writeSynthChain({ scale: SCALE, chain: CHAIN, dataDir: root, partitionSize: SCALE.partitionSize });
-	// As an older version wrote them: each by-address file (one part at this size) rewritten in
-	// row groups of 16,384 rows, same rows, same order, same name.
+	// As an older version wrote them: each part of each by-address file rewritten in row groups of
+	// 16,384 rows, same rows, same order, same name.
 	const conn = await db.connect();
 	try {
-		for (const f of byAddressFiles(await loadManifest(root, CHAIN.id, CHAIN.number))) {
-			expect(f.parts).toBe(1);
-			await conn.run(
-				`COPY (SELECT * FROM read_parquet(${q(f.path)})) TO ${q(`${f.path}.old`)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)`,
-			);
-			await rename(`${f.path}.old`, f.path);
-		}
+		for (const f of byAddressFiles(await loadManifest(root, CHAIN.id, CHAIN.number)))
+			for (const part of partPaths(f.path, f.parts)) {
+				await conn.run(
+					`COPY (SELECT * FROM read_parquet(${q(part)})) TO ${q(`${part}.old`)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 16384)`,
+				);
+				await rename(`${part}.old`, part);
+			}
 	} finally {
 		conn.closeSync();
 	}
@@ -131,9 +131,9 @@ describe("index files in coarser row groups than this version writes", () => {
 		expect(now.length).toBeGreaterThanOrEqual(old.length);
 		for (const f of now) {
 			expect(old.map((o) => o.path)).not.toContain(f.path);
-			// (A target, not a cap: DuckDB joins a short tail to the group before it.)
+			// (The small-groups writer caps its groups exactly.)
 			for (const part of partPaths(f.path, f.parts))
-				expect(await largestGroup(part)).toBeLessThanOrEqual(2 * INDEXES[f.index].rowGroupSize);
+				expect(await largestGroup(part)).toBeLessThanOrEqual(INDEXES[f.index].rowGroupSize);
 		}
 		expect(Math.max(...now.map((f) => f.parts))).toBeGreaterThan(1);
 		expect(await answers(busiest)).toBe(answered);

@@ -27,7 +27,7 @@ import {
 import { stagingDir } from "../format/layout.js";
 import { SCHEMAS, SORT_KEY } from "../format/schema.js";
 import { writeLookupDb } from "./lookup-db-writer.js";
-import { writeSmallGroups } from "./small-groups.js";
+import { regroup, stageRows } from "./small-groups.js";
 
 /* The Parquet writer (files/): every store file written, merged and derived through one DuckDB, atomically and durably. */
 
@@ -268,18 +268,29 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		const def: IndexDef = INDEXES[index];
 		const { parts, cuts } = layout;
 		const made: string[] = [];
+		// A busy key's slice in groups smaller than DuckDB writes (key-parts.ts sliceRows).
+		const isSliced = (i: number) => def.slices === true && isSlice(i, layout);
+		const small = (i: number) => def.smallGroups === true || isSliced(i);
+		const selectOf = (i: number) => `${partRows(i)} ORDER BY ${orderOf(index)}`;
+		// The next small-groups part, staged by DuckDB's threads while this one is regrouped.
+		let next: Promise<number> | undefined;
+		const stage = (i: number) => {
+			made.push(`${partPath(path, i)}.tmp`, partPath(path, i));
+			return stageRows(conn, selectOf(i), partPath(path, i));
+		};
 		return removingOnFailure(made, async () => {
-			for (let i = 0; i < parts; i++) {
-				const part = partPath(path, i);
-				made.push(`${part}.tmp`, part);
-				const select = `${partRows(i)} ORDER BY ${orderOf(index)}`;
-				// A busy key's slice in groups smaller than DuckDB writes (key-parts.ts sliceRows).
-				const slice = def.slices === true && isSlice(i, layout);
-				if (def.smallGroups || slice) {
-					if (i === 0) crashPoint(written);
-					await writeSmallGroups(conn, select, part, slice ? SLICE_ROW_GROUP_SIZE : def.rowGroupSize, slice);
-				} else {
-					const copy = `COPY (${select}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`;
+			try {
+				for (let i = 0; i < parts; i++) {
+					const part = partPath(path, i);
+					if (small(i)) {
+						await (next ?? stage(i));
+						next = i + 1 < parts && small(i + 1) ? stage(i + 1) : undefined;
+						if (i === 0) crashPoint(written);
+						await regroup(part, isSliced(i) ? SLICE_ROW_GROUP_SIZE : def.rowGroupSize, isSliced(i));
+						continue;
+					}
+					made.push(`${part}.tmp`, part);
+					const copy = `COPY (${selectOf(i)}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`;
 					await conn.run(copy);
 					// DuckDB's parallel COPY writes a file of between one and two row groups' rows (2,049 to
 					// 4,095 at 2,048; DuckDB 1.5) as one oversized group; with one thread it cuts it. The
@@ -297,6 +308,10 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 					if (i === 0) crashPoint(written);
 					await rename(`${part}.tmp`, part);
 				}
+			} catch (err) {
+				// A part staged ahead is still being written: settled before its files are removed.
+				await next?.catch(() => {});
+				throw err;
 			}
 			await fsyncDir(dirname(path));
 			return { rows: count, parts, cuts };

@@ -1,8 +1,8 @@
-import { rename, writeFile } from "node:fs/promises";
+import { readFile, rename, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { type DuckDBConnection, DuckDBTypeId } from "@duckdb/node-api";
-import type { Int64, Utf8, Vector } from "apache-arrow";
+import type { DuckDBConnection } from "@duckdb/node-api";
 import { fsyncFile } from "../../util/fsync.js";
+import { sqlString as quote } from "../../util/sql-string.js";
 
 /*
  * Parquet files in smaller row groups than DuckDB writes. DuckDB's COPY writes at least 2,048
@@ -21,27 +21,21 @@ import { fsyncFile } from "../../util/fsync.js";
  */
 
 /**
- * Arrow and the Parquet writer, loaded at the first file written: Arrow's ~150 modules were a
- * fifth of every CLI's start-up, and a run that fails early, or only reads, writes no index.
+ * The Parquet writer, loaded at the first file written: a run that fails early, or only reads,
+ * writes no index. The Node build (CommonJS, its wasm loaded from beside it, synchronously).
  */
-let writers: Promise<{ arrow: typeof import("apache-arrow"); wasm: typeof import("parquet-wasm") }> | undefined;
-function loadWriters() {
-	writers ??= import("apache-arrow").then((arrow) => ({
-		arrow,
-		// The Node build (CommonJS, its wasm loaded from beside it, synchronously).
-		wasm: createRequire(import.meta.url)("parquet-wasm") as typeof import("parquet-wasm"),
-	}));
-	return writers;
-}
+let wasm: typeof import("parquet-wasm") | undefined;
+const loadWriter = () => {
+	wasm ??= createRequire(import.meta.url)("parquet-wasm") as typeof import("parquet-wasm");
+	return wasm;
+};
 
 /**
- * Writes the rows of `select` (a SELECT of our own text with its ORDER BY, every column VARCHAR or
- * BIGINT) at `path` in row groups of `rowGroupSize` rows, zstd, with min/max statistics;
- * atomically (a temporary name, fsync, rename). Returns the row count. Types as DuckDB's COPY
- * writes them (text as UTF-8 byte arrays, BIGINT as INT64, every column optional), so a statement
- * reads parts of either writer together. `dictionary`: dictionary-encode columns (Arrow's writer
- * gives a column's dictionary up past its page size), for files whose columns repeat (a busy key's
- * slice: one address, a few sides and tokens).
+ * Writes the rows of `select` (a SELECT of our own text with its ORDER BY) at `path` in row
+ * groups of `rowGroupSize` rows, zstd, with min/max statistics; atomically (a temporary name,
+ * fsync, rename). Returns the row count. `dictionary`: dictionary-encode columns (the Parquet
+ * writer gives a column's dictionary up past its page size), for files whose columns repeat (a
+ * busy key's slice: one address, a few sides and tokens).
  */
 export async function writeSmallGroups(
 	conn: DuckDBConnection,
@@ -50,34 +44,45 @@ export async function writeSmallGroups(
 	rowGroupSize: number,
 	dictionary = false,
 ): Promise<number> {
-	const { arrow, wasm } = await loadWriters();
-	const { Int64, Table, tableToIPC, Utf8, vectorFromArray } = arrow;
-	const reader = await conn.runAndReadAll(select);
-	const values = reader.getColumns();
-	const types = reader.columnTypes();
-	const vectors: Record<string, Vector<Utf8 | Int64>> = {};
-	reader.columnNames().forEach((name, i) => {
-		const column = values[i] ?? [];
-		// Typed explicitly: an empty part has no value to infer a type from.
-		if (types[i]?.typeId === DuckDBTypeId.BIGINT) {
-			vectors[name] = vectorFromArray(column as (bigint | null)[], new Int64());
-			return;
-		}
-		if (types[i]?.typeId !== DuckDBTypeId.VARCHAR)
-			throw new Error(`writeSmallGroups: column ${name} is ${types[i]?.toString()}, not VARCHAR or BIGINT`);
-		vectors[name] = vectorFromArray(column as (string | null)[], new Utf8());
-	});
-	const rows = reader.currentRowCount;
-	const table = wasm.Table.fromIPCStream(tableToIPC(new Table(vectors), "stream"));
-	const props = new wasm.WriterPropertiesBuilder()
-		.setCompression(wasm.Compression.ZSTD)
+	const rows = await stageRows(conn, select, path);
+	await regroup(path, rowGroupSize, dictionary);
+	return rows;
+}
+
+/**
+ * The first half of writeSmallGroups: DuckDB writes the rows of `select` in order at `path`'s
+ * temporary name, uncompressed and in its own groups. Returns the row count. Async in DuckDB's
+ * threads, so a writer of many parts stages the next while regroup (synchronous WebAssembly)
+ * rewrites this one.
+ */
+export async function stageRows(conn: DuckDBConnection, select: string, path: string): Promise<number> {
+	// COPY answers the rows it wrote.
+	const copied = await conn.runAndReadAll(
+		`COPY (${select}) TO ${quote(`${path}.tmp`)} (FORMAT parquet, COMPRESSION uncompressed)`,
+	);
+	return Number(copied.getRows()[0]?.[0] ?? 0);
+}
+
+/**
+ * The second half: the Parquet writer reads the staged file into its own memory and writes it
+ * again in small groups, then it goes in place. The rows never become JavaScript values (as they
+ * did through Arrow's JavaScript vectors: a part of 16,384 by-address rows 0.59-2.3 s, this way
+ * 0.36 with DuckDB's sort, the same bytes: BENCHMARKS.md "twenty-third figures"). The types are
+ * DuckDB's (text as UTF-8 byte arrays, BIGINT as INT64, every column optional), so a statement
+ * reads parts of either writer together.
+ */
+export async function regroup(path: string, rowGroupSize: number, dictionary: boolean): Promise<void> {
+	const parquet = loadWriter();
+	const tmp = `${path}.tmp`;
+	const table = parquet.readParquet(await readFile(tmp));
+	const props = new parquet.WriterPropertiesBuilder()
+		.setCompression(parquet.Compression.ZSTD)
 		.setMaxRowGroupSize(rowGroupSize)
 		// Lookup records' keys and records are all distinct: a dictionary would only be given up on.
 		.setDictionaryEnabled(dictionary)
-		.setStatisticsEnabled(wasm.EnabledStatistics.Chunk)
+		.setStatisticsEnabled(parquet.EnabledStatistics.Chunk)
 		.build();
-	await writeFile(`${path}.tmp`, wasm.writeParquet(table, props));
-	await fsyncFile(`${path}.tmp`);
-	await rename(`${path}.tmp`, path);
-	return rows;
+	await writeFile(tmp, parquet.writeParquet(table, props));
+	await fsyncFile(tmp);
+	await rename(tmp, path);
 }

@@ -106,9 +106,18 @@ const DELTAS_DOC =
  * records (address-records.ts: three columns read instead of 15 or 25), measured on M's newest
  * transfers part (issue 26, BENCHMARKS.md "third figures"): a quiet wallet's rows 1.77-1.89 ms in
  * groups of 2,048 (DuckDB's smallest), 2.15-3.00 in groups of 4,096; the 15 columns in groups of
- * 4,096 took 5.2-5.7. Key-range parts (key-parts.ts) keep each file at about 32 groups.
+ * 4,096 took 5.2-5.7. Smaller still, written by the small-groups writer (small-groups.ts): a
+ * median wallet's statement over its part of M's run, 65,536 rows in 32 groups of 2,048, took 3.16
+ * ms; the same rows in groups of 512 2.55; a part of 16,384 rows in 32 groups of 512 1.94, and a
+ * median wallet's transactions 4.73 → 2.42 (BENCHMARKS.md "twenty-third figures"). Key-range parts
+ * (key-parts.ts) keep each file at about 32 groups, so a part is 16,384 rows.
  */
-export const BY_ADDRESS_ROW_GROUP_SIZE = 2_048;
+export const BY_ADDRESS_ROW_GROUP_SIZE = 512;
+/**
+ * A key with more rows than this in a by-address file is listed busy in its key filter (a row
+ * group's rows when groups were 2,048: kept, as what makes a wallet read a window at a time).
+ */
+const BY_ADDRESS_BUSY_ROWS = 2_048;
 /** The lookup records' row groups, and how many of them a key-range part holds (see transaction_records). */
 const RECORD_ROW_GROUP_SIZE = 256;
 const RECORD_PART_ROW_GROUPS = 16;
@@ -128,7 +137,8 @@ const addressRecords = (kind: AddressRecordsKind, sides: readonly [string, strin
 		sortKey: "address, id",
 		key: "address" as const,
 		rowGroupSize: BY_ADDRESS_ROW_GROUP_SIZE,
-		busyRows: BY_ADDRESS_ROW_GROUP_SIZE,
+		smallGroups: true as const,
+		busyRows: BY_ADDRESS_BUSY_ROWS,
 		slices: true as const,
 		columns: addressRecordColumns(layout),
 		doc,
@@ -170,6 +180,8 @@ export const INDEXES = {
 			["sender", "recipient"],
 			"(replaced by wallet_transfers; written before it) as `wallet_transfers`, its record holding the block's hash and timestamp too",
 		),
+		// As they were written (never written now).
+		rowGroupSize: 2_048,
 		replacedBy: "wallet_transfers",
 	},
 	transaction_records_by_address: {
@@ -178,6 +190,8 @@ export const INDEXES = {
 			["from_address", "to_address"],
 			"(replaced by wallet_transactions; written before it) as `wallet_transactions`, its record holding the block's hash and timestamp too",
 		),
+		// As they were written (never written now).
+		rowGroupSize: 2_048,
 		replacedBy: "wallet_transactions",
 	},
 	transfers_by_address: {

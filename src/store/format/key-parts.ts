@@ -23,8 +23,8 @@
  * one (6.75 ms), a file of its first 32 row groups 3.93 (BENCHMARKS.md). Such a split is a slice
  * cut `K#<block, 12 digits>`: the key's rows from that block on are in the next part. As text it
  * sorts after `K` and before `K0`, so the cuts stay one sorted list; a reader picks the slices
- * of the key whose blocks meet its window (partsIn). Slices hold a quarter of a part's rows each,
- * in groups of 512 rows (sliceRows).
+ * of the key whose blocks meet its window (partsIn). Slices hold a part's rows each, in groups
+ * of 512 rows (sliceRows).
  *
  * Part 0 keeps the file's own name, so a one-part file is named as before; part i > 0 is
  * `<name>.p<i>.parquet`. Part i holds the keys k with bound(i) <= k < bound(i + 1) compared as
@@ -61,15 +61,16 @@ export const slicedOver = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS
 	partRows(rowGroupSize, groupsPerPart);
 
 /**
- * Rows of a busy key's slice (key-parts of an index with `slices`): a quarter of a part's, in row
- * groups of SLICE_ROW_GROUP_SIZE. A page of a busy key reads one slice and decodes the row group
- * or two holding its rows, and the smaller the group the less it decodes, but the more groups a
- * file has the longer DuckDB walks them: M's busiest wallet's first page read 4.41 ms from its
- * slice of 65,536 rows in groups of 2,048, 4.84 from the same rows in groups of 512, 2.53 from its
- * first 16,384 rows in groups of 512, 3.63 in groups of 256 (BENCHMARKS.md "twenty-second figures").
+ * Rows of a busy key's slice (key-parts of an index with `slices`): a part's, in row groups of
+ * SLICE_ROW_GROUP_SIZE. A page of a busy key reads one slice and decodes the row group or two
+ * holding its rows, and the smaller the group the less it decodes, but the more groups a file has
+ * the longer DuckDB walks them: M's busiest wallet's first page read 4.41 ms from its slice of
+ * 65,536 rows in groups of 2,048, 4.84 from the same rows in groups of 512, 2.53 from its first
+ * 16,384 rows in groups of 512, 3.63 in groups of 256 (BENCHMARKS.md "twenty-second figures").
+ * The by-address kinds' parts are 16,384 rows in groups of 512 themselves (indexes.ts).
  */
 export const sliceRows = (rowGroupSize: number, groupsPerPart = PART_ROW_GROUPS): number =>
-	Math.max(1, Math.floor(partRows(rowGroupSize, groupsPerPart) / 4));
+	partRows(rowGroupSize, groupsPerPart);
 
 /** Rows of a slice's row group (written by the small-groups writer: DuckDB writes no fewer than 2,048 a group). */
 export const SLICE_ROW_GROUP_SIZE = 512;
