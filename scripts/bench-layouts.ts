@@ -5,6 +5,8 @@
  * (A then B, or B then A, alternating each round), so that the noise of a shared machine falls
  * on both alike. Prints p50/p99 per case for each and the ratio B/A of the p50s, then the mixed
  * load's throughput on each (in alternating slices). Figures are printed, never asserted.
+ * `--a-flags` / `--b-flags`: more flags of `npm run serve` for one side (e.g. `--b-flags="--threads 1"`
+ * with the same folder as A and B: one setting against another).
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -25,6 +27,8 @@ const options = {
 	"load-seconds": { type: "string", default: "10" },
 	connections: { type: "string", default: "16" },
 	port: { type: "string", default: "18090" },
+	"a-flags": { type: "string", default: "" },
+	"b-flags": { type: "string", default: "" },
 } as const;
 // --help prints the usage; an unknown flag exits 2 with it (src/util/cli.ts).
 const { values } = parseArgs({
@@ -44,7 +48,11 @@ const say = (s: string) => process.stdout.write(`${s}\n`);
 const targets = JSON.parse(readFileSync(targetsPath(values.a, chain.id), "utf8")) as SynthTargets;
 const cases = benchCases(targets);
 const port = Number(values.port);
-const services = [await startService(values.a, port, KEY), await startService(values.b, port + 1, KEY)];
+const flags = (s: string) => ({ args: s.split(/\s+/).filter(Boolean) });
+const services = [
+	await startService(values.a, port, KEY, flags(values["a-flags"])),
+	await startService(values.b, port + 1, KEY, flags(values["b-flags"])),
+];
 const headers = { authorization: `Bearer ${KEY}` };
 
 try {

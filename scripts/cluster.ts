@@ -4,7 +4,7 @@
  * with its status port, when --follow is given), N API processes (`npm run serve`, ports
  * port+1..port+N) over the same data folder, and HAProxy on --port in front of them, configured
  * by src/cluster/haproxy-config.ts. Passed on: --finality-depth, --poll-ms, --partition-size to
- * the writer; --memory-limit and --threads (each API process's DuckDB, default 2GB and 2),
+ * the writer; --memory-limit and --threads (each API process's DuckDB, default 2GB and 1),
  * --rate-limit and --query-timeout-ms to the API processes; --status-port (default port+100) to the writer.
  * --haproxy <path>: the binary (default `haproxy`, Debian's package). SIGINT/SIGTERM stop them all;
  * if one of them exits on its own, the others are stopped and this exits 1.
@@ -31,7 +31,7 @@ const USAGE = `usage: npm run cluster -- [--processes 2] [--follow eip155-<n>=<r
   --poll-ms <n>           passed to the writer (its default 1000)
   --partition-size <n>    passed to the writer (its default 1000)
   --memory-limit <size>   each API process's DuckDB memory (default ${DEFAULT_MEMORY_LIMIT})
-  --threads <n>           each API process's DuckDB threads (serve's default 2)
+  --threads <n>           each API process's DuckDB threads a query (serve's default 1)
   --rate-limit <n>        passed to the API processes (serve's default 50)
   --query-timeout-ms <n>  passed to the API processes (serve's default 10000)
   --haproxy <path>        the HAProxy binary (default haproxy, Debian's package)`;

@@ -17,7 +17,12 @@ import { parseRateLimit } from "../src/api/rate-limit.js";
 import { SQL_FLAG_OPTIONS, sqlFlags } from "../src/api/sql-flags.js";
 import { checkFollowChains, parseFollowSpec, startFollowers } from "../src/follow/followers.js";
 import { createStore } from "../src/query/store/create-store.js";
-import { DEFAULT_MEMORY_LIMIT, DEFAULT_QUERY_TIMEOUT_MS, parseMemoryLimit } from "../src/query/store/store-options.js";
+import {
+	DEFAULT_MEMORY_LIMIT,
+	DEFAULT_QUERY_TIMEOUT_MS,
+	DEFAULT_THREADS,
+	parseMemoryLimit,
+} from "../src/query/store/store-options.js";
 import { openBucket, parseBucketUrl } from "../src/remote/bucket.js";
 import { parseCacheSize } from "../src/remote/file-cache.js";
 import { startPublishing } from "../src/remote/publisher.js";
@@ -45,7 +50,7 @@ const USAGE = `usage: npm run serve -- [--data-dir data] [--port 8080] [--follow
                             needed), for a port only Prometheus reaches
   --query-timeout-ms <n>    DuckDB time per request before 503 QUERY_TIMEOUT (CHAINLAKE_QUERY_TIMEOUT_MS; default ${DEFAULT_QUERY_TIMEOUT_MS})
   --memory-limit <size>     DuckDB's memory for this process (CHAINLAKE_MEMORY_LIMIT; default ${DEFAULT_MEMORY_LIMIT})
-  --threads <n>             DuckDB's threads (CHAINLAKE_THREADS; default 2)
+  --threads <n>             DuckDB's threads a query (CHAINLAKE_THREADS; default ${DEFAULT_THREADS})
   --data-url s3://b/prefix  read a lake published to a bucket instead of a folder (CHAINLAKE_DATA_URL)
   --cache-dir <dir>         with --data-url: where fetched files are kept (default .chainlake-cache)
   --cache-size <size>       with --data-url: the cache's size (default 10GB)
@@ -89,7 +94,7 @@ const options = {
 		default: process.env.CHAINLAKE_QUERY_TIMEOUT_MS || String(DEFAULT_QUERY_TIMEOUT_MS),
 	},
 	"memory-limit": { type: "string", default: process.env.CHAINLAKE_MEMORY_LIMIT || DEFAULT_MEMORY_LIMIT },
-	threads: { type: "string", default: process.env.CHAINLAKE_THREADS || "2" },
+	threads: { type: "string", default: process.env.CHAINLAKE_THREADS || String(DEFAULT_THREADS) },
 	"data-url": { type: "string", default: process.env.CHAINLAKE_DATA_URL ?? "" },
 	"cache-dir": { type: "string", default: ".chainlake-cache" },
 	"cache-size": { type: "string", default: "10GB" },

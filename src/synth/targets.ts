@@ -41,14 +41,21 @@ export async function computeTargets(dataDir: string, chain: string): Promise<Sy
 	const instance = await DuckDBInstance.create(":memory:");
 	const conn = await instance.connect();
 	const rows = async (sql: string) => (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-	/** Heaviest, median and coldest values of a counted relation `(value, n)`. */
+	/**
+	 * Heaviest, median and coldest values of a counted relation `(value, n)`. Ties (most wallets
+	 * have as many rows as the median's or the coldest's) are broken by the value's md5, not the
+	 * value: the lowest addresses all sat in an index file's first key-range part, so every quiet
+	 * target read the same part (a part a bug had written in smaller groups than the others).
+	 */
 	const spread = async (counted: string) => {
 		await conn.run(`CREATE OR REPLACE TEMP TABLE counted AS ${counted}`);
 		const pick = async (order: string, where = "true") =>
-			(await rows(`SELECT value, n FROM counted WHERE ${where} ORDER BY ${order}, value LIMIT ${SAMPLE}`)).map((r) => ({
-				value: String(r.value),
-				count: Number(r.n),
-			}));
+			(await rows(`SELECT value, n FROM counted WHERE ${where} ORDER BY ${order}, md5(value) LIMIT ${SAMPLE}`)).map(
+				(r) => ({
+					value: String(r.value),
+					count: Number(r.n),
+				}),
+			);
 		const [med] = await rows("SELECT quantile_disc(n, 0.5) AS n FROM counted");
 		return {
 			heavy: await pick("n DESC"),

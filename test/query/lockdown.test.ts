@@ -14,6 +14,7 @@ import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStore } from "../../src/query/store/create-store.js";
 import type { Store } from "../../src/query/store/store.js";
+import { DEFAULT_THREADS } from "../../src/query/store/store-options.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
 
@@ -231,18 +232,20 @@ describe("the settings cannot be undone", () => {
 		});
 	}
 
-	it("keeps Parquet footers in memory and insertion order on every connection of the pool, not only the one that set it", async () => {
+	it("keeps Parquet footers in memory, insertion order and one thread a query on every connection of the pool, not only the one that set it", async () => {
 		// DuckDB 1.5: a plain SET parquet_metadata_cache holds for its own connection alone, and
 		// lockDown's connection closes; read the setting back from the connections queries run on.
 		const checks = await Promise.all(
 			Array.from({ length: 8 }, () =>
 				store.query(
 					CHAIN,
-					"SELECT current_setting('parquet_metadata_cache') AS cache, current_setting('preserve_insertion_order') AS ordered",
+					"SELECT current_setting('parquet_metadata_cache') AS cache, current_setting('preserve_insertion_order') AS ordered, current_setting('threads') AS threads",
 				),
 			),
 		);
 		for (const [row] of checks) expect(row?.cache).toBe(true);
+		// The store's default (store-options.ts DEFAULT_THREADS): the pool runs queries side by side.
+		for (const [row] of checks) expect(Number(row?.threads)).toBe(DEFAULT_THREADS);
 		// A wallet's pages oldest first take the scan's order (query/list.ts ascending).
 		for (const [row] of checks) expect(row?.ordered).toBe(true);
 	});

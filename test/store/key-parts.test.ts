@@ -8,6 +8,7 @@ import {
 	cutsFor,
 	equalPartOf,
 	hasSlices,
+	isSlice,
 	meetsPart,
 	ownPartRows,
 	type PartLayout,
@@ -196,6 +197,9 @@ describe("key-range parts", () => {
 		expect(partsIn(`0x4${"a".repeat(38)}9`, layout, [0, 1000])).toEqual([1]);
 		// An input holding a's rows meets all of its slices (and only them).
 		expect(Array.from({ length: 10 }, (_, i) => i).filter((i) => meetsPart(a, a, i, layout))).toEqual([2, 3, 4]);
+		// Only a's slices are slices (written with dictionaries): not the first part, nor b's own, nor the last.
+		expect(Array.from({ length: 10 }, (_, i) => i).filter((i) => isSlice(i, layout))).toEqual([2, 3, 4]);
+		expect([0, 1, 2, 3].filter((i) => isSlice(i, 4))).toEqual([]);
 		expect(equalPartOf(3, layout)).toBe(1);
 		// The writer's condition puts each (key, block) row in the part partsIn reads for that block.
 		const rows = [

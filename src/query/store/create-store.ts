@@ -34,6 +34,7 @@ import type { ChainState, Store } from "./store.js";
 import {
 	DEFAULT_MEMORY_LIMIT,
 	DEFAULT_QUERY_TIMEOUT_MS,
+	DEFAULT_THREADS,
 	SNAPSHOT_MAX_AGE_MS,
 	type StoreOptions,
 } from "./store-options.js";
@@ -46,7 +47,7 @@ export async function createStore(dataDir: string, options: StoreOptions = {}): 
 		throw new Error(`queryTimeoutMs must be a whole number of milliseconds from 1 to ${2 ** 31 - 1}, got ${budgetMs}`);
 	}
 	const instance = await DuckDBInstance.create(":memory:", {
-		threads: String(options.threads ?? 2),
+		threads: String(options.threads ?? DEFAULT_THREADS),
 		memory_limit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
 	});
 	await lockDown(instance, dataDir);

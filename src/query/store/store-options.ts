@@ -35,7 +35,7 @@ export interface StoreOptions {
 	 */
 	memoryLimit?: string;
 	/**
-	 * DuckDB's threads for this process's queries (default 2, this machine's cores). Several API
+	 * DuckDB's threads for each of this process's queries (default DEFAULT_THREADS). Several API
 	 * processes on one machine share its cores: give each its share.
 	 */
 	threads?: number;
@@ -61,6 +61,16 @@ export interface StoreOptions {
 }
 
 export const DEFAULT_MEMORY_LIMIT = "2GB";
+
+/**
+ * DuckDB's threads for each query: one. The pool's connections (connection-pool.ts) already run
+ * up to four queries at once, each on its own thread; a second thread inside a query only paid
+ * for handing its work over. On M, one serve process with 1 thread against one with 2, on a
+ * 2-core machine (`npm run bench:layouts -- --b-flags="--threads 1"`): every benchmark question
+ * 0.89-1.04 of its p50 (a 1,000-block range too: 0.91), the mixed load 254 → 298 requests/s
+ * (BENCHMARKS.md "twenty-third figures"). A machine with many cores may give a process more.
+ */
+export const DEFAULT_THREADS = 1;
 
 /** A DuckDB memory size as the flags take it ("512MB", "2GB", "1.5GiB"), or null if it is none. */
 export function parseMemoryLimit(text: string): string | null {

@@ -189,7 +189,8 @@ export function isSlice(i: number, layout: PartLayout): boolean {
 	const bounds = partBounds(layout);
 	const below = bounds[i - 1];
 	const above = bounds[i];
-	return (below !== undefined && sliceOf(below) !== null) || (above !== undefined && sliceOf(above)?.key === below);
+	if (below === undefined) return false;
+	return sliceOf(below) !== null || (above !== undefined && sliceOf(above)?.key === below);
 }
 
 /** Part `i`'s file, of the index file at `path`. */
