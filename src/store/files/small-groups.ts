@@ -14,10 +14,11 @@ import { sqlString as quote } from "../../util/sql-string.js";
  * nothing fetched at run time) in groups of a few hundred rows: on M's newest records, 65,536
  * rows a file, a lookup by DuckDB took 1.29 ms in groups of 512 against 3.7 in DuckDB's 2,048
  * (2% more bytes). Smaller groups pay off only in smaller files (DuckDB walks every group's
- * statistics, about 3 µs each): 256 rows in parts of 16 groups (INDEXES). So are a busy key's
- * slices in the by-address kinds, in groups of 512 (key-parts.ts sliceRows), beside parts DuckDB
- * wrote. DuckDB still reads them, as every other engine; only the writer differs. It is about
- * 3.5 times DuckDB's CPU a row (BENCHMARKS.md "ninth figures"): used only where a lookup pays.
+ * statistics, about 3 µs each): 256 rows in parts of 16 groups (INDEXES). So are the by-address
+ * kinds, in groups of 512 in parts of 32 (indexes.ts BY_ADDRESS_ROW_GROUP_SIZE), their busy keys'
+ * slices too. DuckDB still reads them, as every other engine; only the writer differs. DuckDB
+ * sorts and stages each part, the Parquet writer regroups it: a chunk's `wallet_transfers` at M
+ * took 1.37 times the wall time of DuckDB's COPY alone (BENCHMARKS.md "twenty-third figures").
  */
 
 /**

@@ -107,10 +107,10 @@ const DELTAS_DOC =
  * transfers part (issue 26, BENCHMARKS.md "third figures"): a quiet wallet's rows 1.77-1.89 ms in
  * groups of 2,048 (DuckDB's smallest), 2.15-3.00 in groups of 4,096; the 15 columns in groups of
  * 4,096 took 5.2-5.7. Smaller still, written by the small-groups writer (small-groups.ts): a
- * median wallet's statement over its part of M's run, 65,536 rows in 32 groups of 2,048, took 3.16
- * ms; the same rows in groups of 512 2.55; a part of 16,384 rows in 32 groups of 512 1.94, and a
- * median wallet's transactions 4.73 → 2.42 (BENCHMARKS.md "twenty-third figures"). Key-range parts
- * (key-parts.ts) keep each file at about 32 groups, so a part is 16,384 rows.
+ * median wallet's statement over part 0 of M's run, 39,834 rows in groups of 2,048, took 3.16 ms;
+ * the same rows in groups of 512 2.55; a part of 16,384 rows in 32 groups of 512 1.94, and a
+ * median account's transactions 4.73 → 2.42 (BENCHMARKS.md "twenty-third figures"). Key-range
+ * parts (key-parts.ts) keep each file at about 32 groups, so a part is 16,384 rows.
  */
 export const BY_ADDRESS_ROW_GROUP_SIZE = 512;
 /**
