@@ -15,6 +15,7 @@ import {
 	isSlice,
 	meetsPart,
 	ownPartRows,
+	type PartLayout,
 	type PartSplit,
 	partCondition,
 	partNumberSql,
@@ -27,7 +28,7 @@ import {
 import { stagingDir } from "../format/layout.js";
 import { SCHEMAS, SORT_KEY } from "../format/schema.js";
 import { writeLookupDb } from "./lookup-db-writer.js";
-import { regroup, stageRows } from "./small-groups.js";
+import { regroup, stageRows, writeSmallGroups } from "./small-groups.js";
 
 /* The Parquet writer (files/): every store file written, merged and derived through one DuckDB, atomically and durably. */
 
@@ -106,6 +107,12 @@ export interface ParquetWriter {
 	 * COPY `options` (parquetCopyOptions, indexCopyOptions), atomically; returns the row count.
 	 */
 	copy(query: string, path: string, options: string): Promise<number>;
+	/**
+	 * The same for part `part` of index `index` split as `layout`, written as writeParts writes it:
+	 * in small groups (small-groups.ts) where the kind or the part (a busy key's slice) has them,
+	 * else by COPY with indexCopyOptions. (A rewrite that keeps the rows, e.g. upgrade-types.ts.)
+	 */
+	copyIndexPart(index: IndexName, query: string, path: string, part: number, layout: PartLayout): Promise<number>;
 	/**
 	 * The same, into `parts` equal-width key-range parts of column `key` at `path` (key-parts.ts), each
 	 * sorted by `order`: the rows go once into staging files by part, which each part then sorts
@@ -212,6 +219,18 @@ export const rowGroupSizeOf = (dataset?: DatasetName): number =>
 export const indexCopyOptions = (index: IndexName) =>
 	`FORMAT parquet, COMPRESSION ${quote(PARQUET_OPTIONS.COMPRESSION)}, ROW_GROUP_SIZE ${INDEXES[index].rowGroupSize}`;
 
+/**
+ * How part `i` of index `index` (split as `layout`) is written by the small-groups writer: its
+ * row groups and whether it is dictionary-encoded (a busy key's slice, key-parts.ts sliceRows);
+ * null where DuckDB's COPY writes it.
+ */
+function smallGroupsOf(index: IndexName, i: number, layout: PartLayout): { size: number; dictionary: boolean } | null {
+	const def: IndexDef = INDEXES[index];
+	const slice = def.slices === true && isSlice(i, layout);
+	if (slice) return { size: SLICE_ROW_GROUP_SIZE, dictionary: true };
+	return def.smallGroups ? { size: def.rowGroupSize, dictionary: false } : null;
+}
+
 const WRITER_THREADS = 2;
 
 /** DuckDB settings of a writer (default: DuckDB's, 80% of the memory and `.tmp` under the working folder). */
@@ -268,9 +287,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		const def: IndexDef = INDEXES[index];
 		const { parts, cuts } = layout;
 		const made: string[] = [];
-		// A busy key's slice in groups smaller than DuckDB writes (key-parts.ts sliceRows).
-		const isSliced = (i: number) => def.slices === true && isSlice(i, layout);
-		const small = (i: number) => def.smallGroups === true || isSliced(i);
+		const small = (i: number) => smallGroupsOf(index, i, layout) !== null;
 		const selectOf = (i: number) => `${partRows(i)} ORDER BY ${orderOf(index)}`;
 		// The next small-groups part, staged by DuckDB's threads while this one is regrouped.
 		let next: Promise<number> | undefined;
@@ -286,7 +303,8 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 						await (next ?? stage(i));
 						next = i + 1 < parts && small(i + 1) ? stage(i + 1) : undefined;
 						if (i === 0) crashPoint(written);
-						await regroup(part, isSliced(i) ? SLICE_ROW_GROUP_SIZE : def.rowGroupSize, isSliced(i));
+						const groups = smallGroupsOf(index, i, layout) as { size: number; dictionary: boolean };
+						await regroup(part, groups.size, groups.dictionary);
 						continue;
 					}
 					made.push(`${part}.tmp`, part);
@@ -592,6 +610,16 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				await rename(tmp, path);
 				await fsyncDir(dirname(path));
 				return Number(copied.getRows()[0]?.[0] ?? 0);
+			});
+		},
+		async copyIndexPart(index, query, path, part, layout) {
+			const groups = smallGroupsOf(index, part, layout);
+			if (!groups) return this.copy(query, path, indexCopyOptions(index));
+			await mkdirDurably(dirname(path));
+			return removingOnFailure([`${path}.tmp`], async () => {
+				const rows = await writeSmallGroups(conn, query, path, groups.size, groups.dictionary);
+				await fsyncDir(dirname(path));
+				return rows;
 			});
 		},
 		async copyParts(query, key, parts, order, path, options) {

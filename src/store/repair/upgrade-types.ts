@@ -90,7 +90,12 @@ async function rewrite(writer: ParquetWriter, f: FileOf): Promise<void> {
 				return type === t ? ident(c) : `CAST(${ident(c)} AS ${type}) AS ${ident(c)}`;
 			})
 			.join(", ");
-		await writer.copy(`SELECT ${select} FROM read_parquet(${quote(f.from)}) ORDER BY ${f.order}`, f.to, f.options());
+		const query = `SELECT ${select} FROM read_parquet(${quote(f.from)}) ORDER BY ${f.order}`;
+		// An index part as its kind's writer writes it (small groups where it has them).
+		if (f.index) {
+			const { name, part, parts, cuts } = f.index;
+			await writer.copyIndexPart(name, query, f.to, part, { parts, ...(cuts ? { cuts } : {}) });
+		} else await writer.copy(query, f.to, f.options());
 	}
 	// Key filters hold the keys only, which a rewrite keeps (index files before filters have none).
 	if (f.filter && existsSync(filterPath(f.from))) await copyDurably(filterPath(f.from), filterPath(f.to));
