@@ -299,11 +299,11 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			try {
 				for (let i = 0; i < parts; i++) {
 					const part = partPath(path, i);
-					if (small(i)) {
+					const groups = smallGroupsOf(index, i, layout);
+					if (groups) {
 						await (next ?? stage(i));
 						next = i + 1 < parts && small(i + 1) ? stage(i + 1) : undefined;
 						if (i === 0) crashPoint(written);
-						const groups = smallGroupsOf(index, i, layout) as { size: number; dictionary: boolean };
 						await regroup(part, groups.size, groups.dictionary);
 						continue;
 					}
