@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../../extract/rows.js";
@@ -309,12 +309,13 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 					}
 					made.push(`${part}.tmp`, part);
 					const copy = `COPY (${selectOf(i)}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`;
-					await conn.run(copy);
+					const copied = await countOf(copy);
 					// DuckDB's parallel COPY writes a file of between one and two row groups' rows (2,049 to
 					// 4,095 at 2,048; DuckDB 1.5) as one oversized group; with one thread it cuts it. The
-					// footer says so (no scan of the part's rows), and only such a part is written again.
+					// footer says so (no scan of the part's rows), and only such a part is written again;
+					// a part of a group's rows or fewer (most of a small chunk's) cannot have one.
 					const largest = `SELECT max(row_group_num_rows) FROM parquet_metadata(${quote(`${part}.tmp`)})`;
-					if ((await countOf(largest)) > def.rowGroupSize) {
+					if (copied > def.rowGroupSize && (await countOf(largest)) > def.rowGroupSize) {
 						await conn.run("SET threads = 1");
 						try {
 							await conn.run(copy);
@@ -415,6 +416,21 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 	};
 	/** A dataset file's blocks cut every PIECE_ROW_GROUPS row groups, by its block column's statistics. */
 	const blockPieces = async (file: string, dataset: DatasetName): Promise<BlockPiece[]> => {
+		// Read once a file (a chunk derives up to 18 indexes from 5 files); a path written again (a
+		// reorg's chunk) is another inode, so another entry.
+		const { ino, size, mtimeMs } = await stat(file);
+		const key = `${file}\0${ino}\0${size}\0${mtimeMs}`;
+		let pieces = piecesOf.get(key);
+		if (!pieces) {
+			pieces = readBlockPieces(file, dataset);
+			piecesOf.set(key, pieces);
+			pieces.catch(() => piecesOf.delete(key));
+			for (const old of piecesOf.keys()) if (piecesOf.size > 32) piecesOf.delete(old);
+		}
+		return pieces;
+	};
+	const piecesOf = new Map<string, Promise<BlockPiece[]>>();
+	const readBlockPieces = async (file: string, dataset: DatasetName): Promise<BlockPiece[]> => {
 		const column = dataset === "blocks" ? "number" : "block_number";
 		const read = await conn.runAndReadAll(
 			`SELECT stats_max FROM parquet_metadata(${quote(file)}) WHERE path_in_schema = '${column}' ORDER BY row_group_id`,

@@ -161,6 +161,43 @@ export function withBusyKeys(data: Uint8Array, busy: readonly string[], rows?: r
 }
 
 /**
+ * Keys a filter holds in memory while it is built from one read of each part (below); a file with
+ * more (a run's, at scale) is read twice instead: counted, then streamed.
+ */
+const HELD_KEYS = 1 << 18;
+
+/**
+ * Each part's keys with their rows, one statement a part (a small chunk's filter was three: a
+ * count, a stream of its keys, a search for busy ones); null once the file's keys pass HELD_KEYS.
+ */
+async function keysOfParts(
+	writer: ParquetWriter,
+	parts: readonly string[],
+	key: string,
+): Promise<{ keys: string[]; busiest: number }[] | null> {
+	const out: { keys: string[]; busiest: number }[] = [];
+	let held = 0;
+	for (const part of parts) {
+		const room = HELD_KEYS - held;
+		const rows = await writer.select(
+			`SELECT "${key}" AS k, count(*)::BIGINT AS n FROM read_parquet(${sqlString(part)}) GROUP BY 1 LIMIT ${room + 1}`,
+		);
+		if (rows.length > room) return null;
+		const keys: string[] = [];
+		let busiest = 0;
+		for (const r of rows) {
+			// As the streamed path: NULL is no key (count(DISTINCT) leaves it out, the filter skips "null").
+			if (r.k === null) continue;
+			keys.push(String(r.k));
+			busiest = Math.max(busiest, Number(r.n));
+		}
+		out.push({ keys, busiest });
+		held += keys.length;
+	}
+	return out;
+}
+
+/**
  * The key filter beside a file of `index`: chunk files get one as runs do, so a wallet or hash
  * also skips the newest chunks no run covers yet. Where the index has `busyRows`, it also lists
  * the keys with more rows than that in the file (KeyFilter.busy).
@@ -172,13 +209,20 @@ export async function writeKeyFilter(
 	parts = 1,
 ): Promise<number> {
 	const { key, busyRows }: IndexDef = INDEXES[index];
+	const files = partPaths(path, parts);
 	// Over every key-range part: one filter for the whole file (its parts hold distinct keys).
+	const held = await keysOfParts(writer, files, key);
 	let keys = 0;
-	for (const part of partPaths(path, parts)) keys += await writer.countDistinct(part, key);
+	if (held) for (const p of held) keys += p.keys.length;
+	else for (const part of files) keys += await writer.countDistinct(part, key);
 	const { data } = await buildKeyFilter(
-		(async function* () {
-			for (const part of partPaths(path, parts)) yield* writer.streamColumn(part, key);
-		})(),
+		held
+			? (async function* () {
+					for (const p of held) yield p.keys;
+				})()
+			: (async function* () {
+					for (const part of files) yield* writer.streamColumn(part, key);
+				})(),
 		keys,
 	);
 	const busy: string[] = [];
@@ -188,9 +232,11 @@ export async function writeKeyFilter(
 	const threshold = busyRows === undefined ? undefined : Number(process.env.CHAINLAKE_BUSY_ROWS) || busyRows;
 	// Each busy key's rows in id order (the file's order within a key), every MARK_ROWS-th one's block kept, and the last's.
 	// The busy keys are found first: an ordered list() of every key's blocks, most of them dropped by
-	// HAVING, cost three times as much (BENCHMARKS.md "sixteenth figures").
+	// HAVING, cost three times as much (BENCHMARKS.md "sixteenth figures"). A part whose keys were
+	// counted above is searched only if one of them is busy.
 	if (threshold !== undefined)
-		for (const part of partPaths(path, parts))
+		for (const [i, part] of files.entries()) {
+			if (held && (held[i]?.busiest ?? 0) <= Math.floor(threshold)) continue;
 			for (const r of await writer.select(
 				`SELECT lower(k) AS k, n, list_filter(b, lambda x, i: (i - 1) % ${MARK_ROWS} = 0 OR i = n) AS marks
 				 FROM (SELECT "${key}" AS k, count(*) AS n, list(block_number ORDER BY id) AS b FROM read_parquet(${sqlString(part)})
@@ -201,6 +247,7 @@ export async function writeKeyFilter(
 				busy.push(String(r.k));
 				rows.push({ rows: Number(r.n), marks: Float64Array.from(r.marks as Iterable<unknown>, Number) });
 			}
+		}
 	await saveKeyFilter(filterPath(path), threshold === undefined ? data : withBusyKeys(data, busy, rows));
 	return keys;
 }
