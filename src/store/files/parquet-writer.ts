@@ -139,6 +139,12 @@ export const orderOf = (name: DatasetName | IndexName): string =>
 /** Blocks (after, upTo] of a chunk (null: open); our own integers, from a file's statistics. */
 export type BlockPiece = readonly [after: number | null, upTo: number | null];
 
+/** What derive reads of its source file's footer: its rows, and its pieces (blocks cut every PIECE_ROW_GROUPS groups). */
+interface SourceFacts {
+	rows: number;
+	pieces: BlockPiece[];
+}
+
 /**
  * The rows of index `index` for one chunk, from its source dataset's file; of the blocks of
  * `piece` only, when given (every dataset file read is cut to them).
@@ -232,6 +238,11 @@ function smallGroupsOf(index: IndexName, i: number, layout: PartLayout): { size:
 }
 
 const WRITER_THREADS = 2;
+/**
+ * How many index rows a source row may make, at most, for derive's one-part try: a transfer is two
+ * wallets' rows; the try is checked by its count, so a guess too low costs a second write, never a wrong file.
+ */
+const SMALL_SOURCE_FACTOR = 4;
 
 /** DuckDB settings of a writer (default: DuckDB's, 80% of the memory and `.tmp` under the working folder). */
 export interface WriterSettings {
@@ -295,13 +306,15 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			made.push(`${partPath(path, i)}.tmp`, partPath(path, i));
 			return stageRows(conn, selectOf(i), partPath(path, i));
 		};
+		// The rows written, as DuckDB's COPY counts them (derive's one-part try reads its count here).
+		let wrote = 0;
 		return removingOnFailure(made, async () => {
 			try {
 				for (let i = 0; i < parts; i++) {
 					const part = partPath(path, i);
 					const groups = smallGroupsOf(index, i, layout);
 					if (groups) {
-						await (next ?? stage(i));
+						wrote += await (next ?? stage(i));
 						next = i + 1 < parts && small(i + 1) ? stage(i + 1) : undefined;
 						if (i === 0) crashPoint(written);
 						await regroup(part, groups.size, groups.dictionary);
@@ -310,6 +323,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 					made.push(`${part}.tmp`, part);
 					const copy = `COPY (${selectOf(i)}) TO ${quote(`${part}.tmp`)} (${indexCopyOptions(index)})`;
 					const copied = await countOf(copy);
+					wrote += copied;
 					// DuckDB's parallel COPY writes a file of between one and two row groups' rows (2,049 to
 					// 4,095 at 2,048; DuckDB 1.5) as one oversized group; with one thread it cuts it. The
 					// footer says so (no scan of the part's rows), and only such a part is written again;
@@ -333,7 +347,8 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				throw err;
 			}
 			await fsyncDir(dirname(path));
-			return { rows: count, parts, cuts };
+			if (count >= 0 && wrote !== count) throw new Error(`${path}: wrote ${wrote} rows of ${count} counted`);
+			return { rows: wrote, parts, cuts };
 		});
 	};
 	/**
@@ -414,34 +429,38 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				),
 		);
 	};
-	/** A dataset file's blocks cut every PIECE_ROW_GROUPS row groups, by its block column's statistics. */
-	const blockPieces = async (file: string, dataset: DatasetName): Promise<BlockPiece[]> => {
+	/**
+	 * A dataset file's rows, and its blocks cut every PIECE_ROW_GROUPS row groups, by its block
+	 * column's statistics.
+	 */
+	const sourceFacts = async (file: string, dataset: DatasetName): Promise<SourceFacts> => {
 		// Read once a file (a chunk derives up to 18 indexes from 5 files); a path written again (a
 		// reorg's chunk) is another inode, so another entry.
 		const { ino, size, mtimeMs } = await stat(file);
 		const key = `${file}\0${ino}\0${size}\0${mtimeMs}`;
-		let pieces = piecesOf.get(key);
-		if (!pieces) {
-			pieces = readBlockPieces(file, dataset);
-			piecesOf.set(key, pieces);
-			pieces.catch(() => piecesOf.delete(key));
-			for (const old of piecesOf.keys()) if (piecesOf.size > 32) piecesOf.delete(old);
+		let facts = factsOf.get(key);
+		if (!facts) {
+			facts = readSourceFacts(file, dataset);
+			factsOf.set(key, facts);
+			facts.catch(() => factsOf.delete(key));
+			for (const old of factsOf.keys()) if (factsOf.size > 32) factsOf.delete(old);
 		}
-		return pieces;
+		return facts;
 	};
-	const piecesOf = new Map<string, Promise<BlockPiece[]>>();
-	const readBlockPieces = async (file: string, dataset: DatasetName): Promise<BlockPiece[]> => {
+	const factsOf = new Map<string, Promise<SourceFacts>>();
+	const readSourceFacts = async (file: string, dataset: DatasetName): Promise<SourceFacts> => {
 		const column = dataset === "blocks" ? "number" : "block_number";
 		const read = await conn.runAndReadAll(
-			`SELECT stats_max FROM parquet_metadata(${quote(file)}) WHERE path_in_schema = '${column}' ORDER BY row_group_id`,
+			`SELECT stats_max, row_group_num_rows FROM parquet_metadata(${quote(file)}) WHERE path_in_schema = '${column}' ORDER BY row_group_id`,
 		);
 		const maxes = read.getRows().map((r) => Number(r[0]));
+		const rows = read.getRows().reduce((n, r) => n + Number(r[1]), 0);
 		const cuts = [
 			...new Set(
 				maxes.filter((m, g) => (g + 1) % PIECE_ROW_GROUPS === 0 && g + 1 < maxes.length && Number.isSafeInteger(m)),
 			),
 		].sort((a, b) => a - b);
-		return [null, ...cuts].map((after, k) => [after, cuts[k] ?? null] as const);
+		return { rows, pieces: [null, ...cuts].map((after, k) => [after, cuts[k] ?? null] as const) };
 	};
 	const writer: ParquetWriter = {
 		write(dataset, rows, path, stagingDir) {
@@ -575,8 +594,18 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 		},
 		async derive(index, fileOf, path) {
 			const def: IndexDef = INDEXES[index];
-			const pieces = def.merge ? [undefined] : await blockPieces(fileOf(def.source), def.source);
+			const source = await sourceFacts(fileOf(def.source), def.source);
 			const rows = indexRowsSql(index, fileOf);
+			// A small chunk's index (every chunk of a follower at the head, of a test's chain): one part
+			// at once, counted by its COPY, instead of counting (or summing) its rows first. It is the
+			// file layoutOf would make if it holds no more than a key may in a shared part (no busy
+			// key, one part); else it is written again below.
+			const most = ownPartRows(def.rowGroupSize, def.partRowGroups);
+			if (source.rows * SMALL_SOURCE_FACTOR <= most) {
+				const one = await writeParts(index, -1, { parts: 1, cuts: [] }, () => rows, path, "parquet.derive.tmp-written");
+				if (one.rows <= most) return one;
+			}
+			const pieces = def.merge ? [undefined] : source.pieces;
 			// Counted piece by piece, but for an index its merge sums (one piece: layoutOf counts it).
 			let known: number | undefined;
 			if (!def.merge) {
