@@ -4,7 +4,12 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TransferRow } from "../../src/extract/rows.js";
-import { createParquetWriter, type IndexWrite, type ParquetWriter } from "../../src/store/files/parquet-writer.js";
+import {
+	createParquetWriter,
+	type IndexWrite,
+	indexRowsSql,
+	type ParquetWriter,
+} from "../../src/store/files/parquet-writer.js";
 import { partOf, partPaths, partsIn, SLICE_ROW_GROUP_SIZE, sliceRows } from "../../src/store/format/key-parts.js";
 import { checkManifestText } from "../../src/store/format/manifest-check.js";
 import { erc20Transfer } from "../helpers/transfer-rows.js";
@@ -15,6 +20,8 @@ import { erc20Transfer } from "../helpers/transfer-rows.js";
  * into a part holding that key alone (cut by block into slices of a part's rows when it has more
  * than a part's),
  * every other key into the equal-width part its range says, and lose or add no row. (The routes over such files: test/store/key-parts.test.ts.)
+ * A small chunk's index written as one part at once is written again by the layout when it
+ * holds more than a shared part may.
  */
 const PART_ROWS = 4096;
 /** Addresses spread over the key space as real ones are (the equal-width parts split it by prefix). */
@@ -142,6 +149,58 @@ describe("a busy key's own part", () => {
 		const written = await writer.derive("wallet_transfers", () => c, join(root, "c", "wallet_transfers.parquet"));
 		expect(written.cuts).toEqual([]);
 		expect(written.parts).toBe(8);
+	});
+});
+
+describe("a small chunk's index", () => {
+	/** An ERC-1155 batch of `n` token ids from one sender to one recipient: 2n holdings' deltas from one transfer. */
+	const batch = (n: number): TransferRow => ({
+		...erc20Transfer(0, 5000, {
+			transactionHash: `0x${"5e".repeat(32)}`,
+			origin: addr(1),
+			contract: addr(7),
+			sender: addr(2),
+			recipient: addr(3),
+		}),
+		asset_type: "nft",
+		token_standard: "erc1155",
+		value: null,
+		batch_token_ids: Array.from({ length: n }, (_, i) => String(i + 1)),
+		batch_values: Array.from({ length: n }, () => "1"),
+	});
+
+	it("is written as one part at once, and again by the layout when it holds more than a shared part may", async () => {
+		// Parts of 8 rows: a key may hold 4 in a shared part. One transfer is small enough for the
+		// one-part try (parquet-writer.ts derive: 1 row x 4 <= 4), but the batch's holdings are 20.
+		process.env.CHAINLAKE_PART_ROWS = "8";
+		try {
+			const source = join(root, "e", "transfers.parquet");
+			await writer.write("transfers", [batch(10)], source, join(root, "staging"));
+			const path = join(root, "e", "nft_balances.parquet");
+			const written = await writer.derive("nft_balances", () => source, path);
+			expect(written.rows).toBe(20);
+			expect(written.parts).toBeGreaterThan(1);
+			// Every holding once, in the layout's parts (the try's one part is overwritten, not left beside them).
+			const ours = partPaths(path, written.parts);
+			const want = indexRowsSql("nft_balances", () => source);
+			const diff = await rows(
+				`SELECT (SELECT count(*) FROM (SELECT * FROM read_parquet(${list(ours)}) EXCEPT ALL ${want})) AS extra,
+				        (SELECT count(*) FROM (${want} EXCEPT ALL SELECT * FROM read_parquet(${list(ours)}))) AS lost`,
+			);
+			expect(diff.map((d) => [Number(d.extra), Number(d.lost)])).toEqual([[0, 0]]);
+			for (const [i, f] of ours.entries()) {
+				const keys = await rows(`SELECT DISTINCT address FROM read_parquet('${f}')`);
+				for (const k of keys) expect(partOf(String(k.address), written), `${k.address} in part ${i}`).toBe(i);
+			}
+
+			// One holding's batch (2 deltas) stays the one part the try wrote.
+			const one = join(root, "e", "erc1155_one.parquet");
+			await writer.write("transfers", [batch(1)], join(root, "f", "transfers.parquet"), join(root, "staging"));
+			const small = await writer.derive("nft_balances", () => join(root, "f", "transfers.parquet"), one);
+			expect([small.rows, small.parts, small.cuts]).toEqual([2, 1, []]);
+		} finally {
+			process.env.CHAINLAKE_PART_ROWS = String(PART_ROWS);
+		}
 	});
 });
 
