@@ -288,7 +288,8 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 	 */
 	const writeParts = async (
 		index: IndexName,
-		count: number,
+		/** The rows the layout counted, which the parts must hold; undefined: not counted (derive's one-part try). */
+		count: number | undefined,
 		layout: PartSplit,
 		partRows: (i: number) => string,
 		path: string,
@@ -347,7 +348,7 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				throw err;
 			}
 			await fsyncDir(dirname(path));
-			if (count >= 0 && wrote !== count) throw new Error(`${path}: wrote ${wrote} rows of ${count} counted`);
+			if (count !== undefined && wrote !== count) throw new Error(`${path}: wrote ${wrote} rows of ${count} counted`);
 			return { rows: wrote, parts, cuts };
 		});
 	};
@@ -443,7 +444,9 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			facts = readSourceFacts(file, dataset);
 			factsOf.set(key, facts);
 			facts.catch(() => factsOf.delete(key));
-			for (const old of factsOf.keys()) if (factsOf.size > 32) factsOf.delete(old);
+			// At most 32 kept: the oldest goes (a Map keeps insertion order).
+			const [oldest] = factsOf.keys();
+			if (factsOf.size > 32 && oldest !== undefined) factsOf.delete(oldest);
 		}
 		return facts;
 	};
@@ -602,7 +605,14 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			// key, one part); else it is written again below.
 			const most = ownPartRows(def.rowGroupSize, def.partRowGroups);
 			if (source.rows * SMALL_SOURCE_FACTOR <= most) {
-				const one = await writeParts(index, -1, { parts: 1, cuts: [] }, () => rows, path, "parquet.derive.tmp-written");
+				const one = await writeParts(
+					index,
+					undefined,
+					{ parts: 1, cuts: [] },
+					() => rows,
+					path,
+					"parquet.derive.tmp-written",
+				);
 				if (one.rows <= most) return one;
 			}
 			const pieces = def.merge ? [undefined] : source.pieces;
