@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -12,6 +12,13 @@ import {
 } from "../../src/store/files/parquet-writer.js";
 import { partOf, partPaths, partsIn, SLICE_ROW_GROUP_SIZE, sliceRows } from "../../src/store/format/key-parts.js";
 import { checkManifestText } from "../../src/store/format/manifest-check.js";
+import {
+	type FilteredFile,
+	filterPath,
+	loadKeyFilter,
+	writeKeyFilter,
+	writeKeyFilters,
+} from "../../src/store/indexes/key-filter.js";
 import { erc20Transfer } from "../helpers/transfer-rows.js";
 
 /**
@@ -21,7 +28,8 @@ import { erc20Transfer } from "../helpers/transfer-rows.js";
  * than a part's),
  * every other key into the equal-width part its range says, and lose or add no row. (The routes over such files: test/store/key-parts.test.ts.)
  * A small chunk's index written as one part at once is written again by the layout when it
- * holds more than a shared part may.
+ * holds more than a shared part may. A chunk's key filters written together (one statement for
+ * their keys) are the filters written one file at a time.
  */
 const PART_ROWS = 4096;
 /** Addresses spread over the key space as real ones are (the equal-width parts split it by prefix). */
@@ -237,5 +245,37 @@ describe("a manifest's cuts", () => {
 		expect(checkManifestText(withRun({ parts: 3, cuts: "0x" }), "eip155-1").problem).toMatch(
 			/runs\.0: a file's cuts must be distinct and in order/,
 		);
+	});
+});
+
+describe("a chunk's key filters written together", () => {
+	it("are each file's filter as written alone, byte for byte: every part's keys, and the busy keys with their rows", async () => {
+		const source = join(root, "g", "transfers.parquet");
+		await writer.write("transfers", transfers(5000, 6_000, 3_000), source, join(root, "staging"));
+		// A file of several key-range parts with a busy key (wallet_transfers), one whose only key
+		// is busy (token_transfers: one contract), and two with no busy list (keyed by holder, by token).
+		const files: FilteredFile[] = [];
+		for (const index of ["wallet_transfers", "token_transfers", "erc20_balances", "erc20_holders"] as const) {
+			const path = join(root, "g", `${index}.parquet`);
+			const written = await writer.derive(index, () => source, path);
+			files.push({ path, index, parts: written.parts, rows: written.rows });
+		}
+		expect(files[0]?.parts).toBeGreaterThan(2);
+		await writeKeyFilters(writer, files);
+		const together = await Promise.all(files.map((f) => readFile(filterPath(f.path))));
+		for (const f of files) await writeKeyFilter(writer, f.path, f.index, f.parts);
+		for (const [i, f] of files.entries())
+			expect(Buffer.compare(together[i] as Buffer, await readFile(filterPath(f.path))), f.index).toBe(0);
+		// And what they say: every wallet of the file is in it, the busy one listed with its rows.
+		const wallets = await loadKeyFilter(filterPath(files[0]?.path as string));
+		const keys = await rows(
+			`SELECT DISTINCT address FROM read_parquet(${list(partPaths(files[0]?.path as string, files[0]?.parts))})`,
+		);
+		expect(keys.length).toBeGreaterThan(4000);
+		expect(keys.filter((k) => !wallets.has(String(k.address)))).toEqual([]);
+		expect([...(wallets.busy ?? [])]).toEqual([BUSY]);
+		expect(wallets.busyRows?.get(BUSY)?.rows).toBe(3_000);
+		const token = await loadKeyFilter(filterPath(files[1]?.path as string));
+		expect([...(token.busy ?? [])]).toEqual([addr(7)]);
 	});
 });

@@ -7,7 +7,7 @@ import { INDEX_NAMES, type IndexName, writtenWith } from "../format/indexes.js";
 import { partitionPath, stagingDir } from "../format/layout.js";
 import { chunkFiles, GHOST_DATASET, nextGeneration } from "../format/manifest.js";
 import { type ChunkEntry, type GhostEntry, type Manifest, setChunkParts } from "../format/records.js";
-import { writeKeyFilter } from "../indexes/key-filter.js";
+import { type FilteredFile, writeKeyFilters } from "../indexes/key-filter.js";
 
 /* Committing chunks (chunks/): a block range's files written, then listed in one manifest save. */
 
@@ -65,13 +65,17 @@ export async function deriveIndexes(
 	const has = new Set([...(entry.indexes ?? []), ...only]);
 	// (A kind since replaced stays listed where the chunk has it: readers use it until reindex.)
 	entry.indexes = INDEX_NAMES.filter((i) => has.has(i));
+	const filtered: FilteredFile[] = [];
 	for (const i of only) {
 		const path = partitionPath(dataDir, chain, i, entry);
 		const written = await writer.derive(i, (d) => partitionPath(dataDir, chain, d, entry), path);
 		setChunkParts(entry, i, written);
-		await writeKeyFilter(writer, path, i, written.parts);
+		filtered.push({ path, index: i, parts: written.parts, rows: written.rows });
 		crashPoint("chunk.index-written");
 	}
+	// The files' key filters after them, together (a small chunk's in one statement): nothing lists
+	// the files before the caller's manifest save, which comes after this.
+	await writeKeyFilters(writer, filtered);
 }
 
 /**

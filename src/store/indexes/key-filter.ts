@@ -166,15 +166,14 @@ export function withBusyKeys(data: Uint8Array, busy: readonly string[], rows?: r
  */
 const HELD_KEYS = 1 << 18;
 
+/** Each part's keys with their rows (null: more than HELD_KEYS). */
+type HeldKeys = { keys: string[]; busiest: number }[] | null;
+
 /**
  * Each part's keys with their rows, one statement a part (a small chunk's filter was three: a
  * count, a stream of its keys, a search for busy ones); null once the file's keys pass HELD_KEYS.
  */
-async function keysOfParts(
-	writer: ParquetWriter,
-	parts: readonly string[],
-	key: string,
-): Promise<{ keys: string[]; busiest: number }[] | null> {
+async function keysOfParts(writer: ParquetWriter, parts: readonly string[], key: string): Promise<HeldKeys> {
 	const out: { keys: string[]; busiest: number }[] = [];
 	let held = 0;
 	for (const part of parts) {
@@ -208,10 +207,59 @@ export async function writeKeyFilter(
 	index: IndexName,
 	parts = 1,
 ): Promise<number> {
-	const { key, busyRows }: IndexDef = INDEXES[index];
 	const files = partPaths(path, parts);
+	return saveFilterOf(writer, path, index, files, await keysOfParts(writer, files, INDEXES[index].key));
+}
+
+/** A file of an index whose filter writeKeyFilters writes: its path, its parts, and the rows it holds. */
+export type FilteredFile = { path: string; index: IndexName; parts: number; rows: number };
+
+/**
+ * The filters of several index files (a chunk's), as writeKeyFilter writes each: where their rows
+ * together fit in HELD_KEYS, every part's keys are counted by one statement instead of one a
+ * part. A small chunk's eleven index files made eleven or more statements of DuckDB's fixed cost
+ * each (a follower writes such a chunk every block); larger files are read as writeKeyFilter does.
+ */
+export async function writeKeyFilters(writer: ParquetWriter, files: readonly FilteredFile[]): Promise<void> {
+	const total = files.reduce((n, f) => n + f.rows, 0);
+	if (files.length < 2 || total > HELD_KEYS) {
+		for (const f of files) await writeKeyFilter(writer, f.path, f.index, f.parts);
+		return;
+	}
+	const parts = files.map((f) => partPaths(f.path, f.parts));
+	const branches = parts.flatMap((paths, i) =>
+		paths.map(
+			(part, j) =>
+				`SELECT ${i}::INTEGER AS f, ${j}::INTEGER AS p, "${INDEXES[files[i]?.index as IndexName].key}"::VARCHAR AS k FROM read_parquet(${sqlString(part)})`,
+		),
+	);
+	const held: { keys: string[]; busiest: number }[][] = parts.map((paths) =>
+		paths.map(() => ({ keys: [], busiest: 0 })),
+	);
+	// (Keys are at most the rows, so the answer holds at most HELD_KEYS rows.)
+	for (const r of await writer.select(
+		`SELECT f, p, k, count(*)::BIGINT AS n FROM (${branches.join(" UNION ALL ")}) GROUP BY f, p, k`,
+	)) {
+		// As keysOfParts: NULL is no key.
+		if (r.k === null) continue;
+		const part = held[Number(r.f)]?.[Number(r.p)];
+		if (!part) throw new Error("writeKeyFilters: a key of no file asked");
+		part.keys.push(String(r.k));
+		part.busiest = Math.max(part.busiest, Number(r.n));
+	}
+	for (const [i, f] of files.entries()) await saveFilterOf(writer, f.path, f.index, parts[i] ?? [], held[i] ?? null);
+}
+
+/** Builds and saves the filter of the file at `path` (parts `files`) from `held`, or by reading the parts again where null. */
+async function saveFilterOf(
+	writer: ParquetWriter,
+	path: string,
+	index: IndexName,
+	files: readonly string[],
+	held: HeldKeys,
+): Promise<number> {
+	const { key, busyRows }: IndexDef = INDEXES[index];
 	// Over every key-range part: one filter for the whole file (its parts hold distinct keys).
-	const held = await keysOfParts(writer, files, key);
 	let keys = 0;
 	if (held) for (const p of held) keys += p.keys.length;
 	else for (const part of files) keys += await writer.countDistinct(part, key);
