@@ -1,6 +1,6 @@
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { itemId, TOKEN_ORDINAL_BASE } from "../../src/extract/ids.js";
@@ -157,5 +157,40 @@ describe("parquet writer", () => {
 		expect(rows[0]?.n).toBe(0);
 		expect(await readdir(join(dir, "empty"))).toEqual(["self_destructs.parquet"]);
 		expect(await readdir(join(dir, "staging"))).toEqual([]);
+	});
+
+	it("writes an index of an empty source as a new writer's COPY would, for sources of the same bytes and of others", async () => {
+		const staging = join(dir, "staging");
+		const [a, b] = [join(dir, "empty-a", "transfers.parquet"), join(dir, "empty-b", "transfers.parquet")];
+		await writer.write("transfers", [], a, staging);
+		await writer.write("transfers", [], b, staging);
+		// An empty source of other bytes (another schema: block_number unsigned, as older folders wrote it).
+		const c = join(dir, "empty-c", "transfers.parquet");
+		await mkdir(dirname(c));
+		await (await db.connect()).run(
+			`COPY (SELECT * REPLACE (block_number::UBIGINT AS block_number) FROM '${a}') TO '${c}' (FORMAT parquet)`,
+		);
+		const fresh = await createParquetWriter();
+		try {
+			for (const index of ["wallet_transfers", "erc20_holders"] as const) {
+				const ours = await Promise.all(
+					[a, b, c].map(async (src) => {
+						const path = join(dirname(src), `${index}.parquet`);
+						expect((await writer.derive(index, () => src, path)).rows).toBe(0);
+						return readFile(path);
+					}),
+				);
+				for (const [i, src] of [a, b, c].entries()) {
+					const path = join(dirname(src), `${index}.fresh.parquet`);
+					await fresh.derive(index, () => src, path);
+					expect(Buffer.compare(ours[i] as Buffer, await readFile(path)), `${index} from ${src}`).toBe(0);
+				}
+				// The unsigned source's by-address index keeps its type: not the others' bytes (the balance
+				// deltas cast their block numbers, so theirs are the same).
+				if (index === "wallet_transfers") expect(Buffer.compare(ours[0] as Buffer, ours[2] as Buffer)).not.toBe(0);
+			}
+		} finally {
+			fresh.close();
+		}
 	});
 });
