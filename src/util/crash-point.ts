@@ -16,7 +16,7 @@ export const CRASH_POINTS = [
 	"recover.file-removed", // start-up cleanup of a crashed run's leftovers, after each file removed
 	// store/chunks/chunk-store.ts
 	"chunk.dataset-written", // one dataset file of a chunk renamed into place, the next not yet written
-	"chunk.index-written", // one index file of a chunk written, the next (or the manifest) not yet
+	"chunk.index-written", // one index file of a chunk written, the next (or the key filters, then the manifest) not yet
 	"chunk.files-written", // every file of a chunk in place, the manifest does not list it yet
 	// store/files/parquet-writer.ts
 	"parquet.write.tmp-written", // a dataset's <file>.tmp complete, not yet renamed

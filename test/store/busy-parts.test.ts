@@ -253,14 +253,24 @@ describe("a chunk's key filters written together", () => {
 		const source = join(root, "g", "transfers.parquet");
 		await writer.write("transfers", transfers(5000, 6_000, 3_000), source, join(root, "staging"));
 		// A file of several key-range parts with a busy key (wallet_transfers), one whose only key
-		// is busy (token_transfers: one contract), and two with no busy list (keyed by holder, by token).
+		// is busy (token_transfers: one contract), two with no busy list (keyed by holder, by token),
+		// and an empty one (no NFT moved).
 		const files: FilteredFile[] = [];
-		for (const index of ["wallet_transfers", "token_transfers", "erc20_balances", "erc20_holders"] as const) {
+		for (const index of [
+			"wallet_transfers",
+			"token_transfers",
+			"erc20_balances",
+			"erc20_holders",
+			"nft_holders",
+		] as const) {
 			const path = join(root, "g", `${index}.parquet`);
 			const written = await writer.derive(index, () => source, path);
 			files.push({ path, index, parts: written.parts, rows: written.rows });
 		}
 		expect(files[0]?.parts).toBeGreaterThan(2);
+		// Few enough rows for one statement over them all (not a file at a time), one file of none.
+		expect(files.reduce((n, f) => n + f.rows, 0)).toBeLessThanOrEqual(2 ** 18);
+		expect(files[4]?.rows).toBe(0);
 		await writeKeyFilters(writer, files);
 		const together = await Promise.all(files.map((f) => readFile(filterPath(f.path))));
 		for (const f of files) await writeKeyFilter(writer, f.path, f.index, f.parts);
