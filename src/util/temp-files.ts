@@ -1,5 +1,7 @@
 import { rmSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { rename, rm, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { fsyncDir, fsyncFile } from "./fsync.js";
 
 /*
  * A write that fails removes the temporary files it made. Writers write to a temporary name and
@@ -29,4 +31,19 @@ export function removingOnFailureSync<T>(temps: readonly string[], write: () => 
 			} catch {}
 		throw err;
 	}
+}
+
+/**
+ * Writes `data` at `path` atomically and durably: at `<path>.tmp`, synced, then renamed into place
+ * and the folder synced; the temporary file is removed if it fails. `beforeRename` runs once the
+ * temporary file is durable (a crash point).
+ */
+export async function writeFileDurably(path: string, data: Uint8Array, beforeRename = () => {}): Promise<void> {
+	await removingOnFailure([`${path}.tmp`], async () => {
+		await writeFile(`${path}.tmp`, data);
+		await fsyncFile(`${path}.tmp`);
+		beforeRename();
+		await rename(`${path}.tmp`, path);
+		await fsyncDir(dirname(path));
+	});
 }

@@ -1,14 +1,14 @@
 import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName, DatasetRows } from "../../extract/rows.js";
 import { crashPoint } from "../../util/crash-point.js";
 import { fsyncDir, fsyncFile, mkdirDurably } from "../../util/fsync.js";
 import { sqlString as quote } from "../../util/sql-string.js";
-import { removingOnFailure } from "../../util/temp-files.js";
+import { removingOnFailure, writeFileDurably } from "../../util/temp-files.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
 import {
 	cutsFor,
@@ -144,6 +144,8 @@ export type BlockPiece = readonly [after: number | null, upTo: number | null];
 interface SourceFacts {
 	rows: number;
 	pieces: BlockPiece[];
+	/** An empty file's SHA-256 (derive copies the indexes of empty sources of the same bytes). */
+	emptyDigest?: string;
 }
 
 /**
@@ -454,17 +456,6 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 	const factsOf = new Map<string, Promise<SourceFacts>>();
 	/** An index's file from an empty source, by kind and the source's bytes (derive). */
 	const emptyIndexes = new Map<string, Buffer>();
-	/** Writes `bytes` at `path` as a part is written: a temporary name, fsync, `written`, rename. */
-	const writeBytes = async (bytes: Buffer, path: string, written: "parquet.derive.tmp-written") => {
-		await mkdirDurably(dirname(path));
-		await removingOnFailure([`${path}.tmp`, path], async () => {
-			await writeFile(`${path}.tmp`, bytes);
-			await fsyncFile(`${path}.tmp`);
-			crashPoint(written);
-			await rename(`${path}.tmp`, path);
-			await fsyncDir(dirname(path));
-		});
-	};
 	const readSourceFacts = async (file: string, dataset: DatasetName): Promise<SourceFacts> => {
 		const column = dataset === "blocks" ? "number" : "block_number";
 		const read = await conn.runAndReadAll(
@@ -477,7 +468,15 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 				maxes.filter((m, g) => (g + 1) % PIECE_ROW_GROUPS === 0 && g + 1 < maxes.length && Number.isSafeInteger(m)),
 			),
 		].sort((a, b) => a - b);
-		return { rows, pieces: [null, ...cuts].map((after, k) => [after, cuts[k] ?? null] as const) };
+		const pieces = [null, ...cuts].map((after, k) => [after, cuts[k] ?? null] as const);
+		if (rows > 0) return { rows, pieces };
+		return {
+			rows,
+			pieces,
+			emptyDigest: createHash("sha256")
+				.update(await readFile(file))
+				.digest("hex"),
+		};
 	};
 	const writer: ParquetWriter = {
 		write(dataset, rows, path, stagingDir) {
@@ -624,14 +623,14 @@ export async function createParquetWriter(settings: WriterSettings = {}): Promis
 			// of its source's bytes alone (one source: not the native balances'), so these are the
 			// bytes the COPY would write.
 			const empty =
-				source.rows === 0 && def.also === undefined
-					? `${index}\0${createHash("sha256")
-							.update(await readFile(fileOf(def.source)))
-							.digest("hex")}`
-					: undefined;
+				source.emptyDigest !== undefined && def.also === undefined ? `${index}\0${source.emptyDigest}` : undefined;
 			const copied = empty === undefined ? undefined : emptyIndexes.get(empty);
 			if (copied) {
-				await writeBytes(copied, path, "parquet.derive.tmp-written");
+				// Written as a part is (writeParts): removed again, renamed or not, if the write fails.
+				await mkdirDurably(dirname(path));
+				await removingOnFailure([path], () =>
+					writeFileDurably(path, copied, () => crashPoint("parquet.derive.tmp-written")),
+				);
 				return { rows: 0, parts: 1, cuts: [] };
 			}
 			if (source.rows * SMALL_SOURCE_FACTOR <= most) {

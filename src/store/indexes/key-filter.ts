@@ -1,8 +1,6 @@
-import { readFile, rename, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
-import { fsyncDir, fsyncFile } from "../../util/fsync.js";
+import { readFile } from "node:fs/promises";
 import { sqlString } from "../../util/sql-string.js";
-import { removingOnFailure } from "../../util/temp-files.js";
+import { writeFileDurably } from "../../util/temp-files.js";
 import type { ParquetWriter } from "../files/parquet-writer.js";
 import { INDEXES, type IndexDef, type IndexName } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
@@ -119,12 +117,7 @@ export async function buildKeyFilter(
 
 /** Writes a filter atomically (temporary name, then rename) and durably, as the Parquet files are. */
 export async function saveKeyFilter(path: string, data: Uint8Array): Promise<void> {
-	await removingOnFailure([`${path}.tmp`], async () => {
-		await writeFile(`${path}.tmp`, data);
-		await fsyncFile(`${path}.tmp`);
-		await rename(`${path}.tmp`, path);
-		await fsyncDir(dirname(path));
-	});
+	await writeFileDurably(path, data);
 }
 
 /**
@@ -166,15 +159,17 @@ export function withBusyKeys(data: Uint8Array, busy: readonly string[], rows?: r
  */
 const HELD_KEYS = 1 << 18;
 
-/** Each part's keys with their rows (null: more than HELD_KEYS). */
-type HeldKeys = { keys: string[]; busiest: number }[] | null;
+/** A part's keys, and the most rows one of them has. */
+type PartKeys = { keys: string[]; busiest: number };
+/** Each part's keys (null: more than HELD_KEYS). */
+type HeldKeys = PartKeys[] | null;
 
 /**
  * Each part's keys with their rows, one statement a part (a small chunk's filter was three: a
  * count, a stream of its keys, a search for busy ones); null once the file's keys pass HELD_KEYS.
  */
 async function keysOfParts(writer: ParquetWriter, parts: readonly string[], key: string): Promise<HeldKeys> {
-	const out: { keys: string[]; busiest: number }[] = [];
+	const out: PartKeys[] = [];
 	let held = 0;
 	for (const part of parts) {
 		const room = HELD_KEYS - held;
@@ -233,9 +228,7 @@ export async function writeKeyFilters(writer: ParquetWriter, files: readonly Fil
 				`SELECT ${i}::INTEGER AS f, ${j}::INTEGER AS p, "${INDEXES[files[i]?.index as IndexName].key}"::VARCHAR AS k FROM read_parquet(${sqlString(part)})`,
 		),
 	);
-	const held: { keys: string[]; busiest: number }[][] = parts.map((paths) =>
-		paths.map(() => ({ keys: [], busiest: 0 })),
-	);
+	const held: PartKeys[][] = parts.map((paths) => paths.map(() => ({ keys: [], busiest: 0 })));
 	// (Keys are at most the rows, so the answer holds at most HELD_KEYS rows.)
 	for (const r of await writer.select(
 		`SELECT f, p, k, count(*)::BIGINT AS n FROM (${branches.join(" UNION ALL ")}) GROUP BY f, p, k`,
