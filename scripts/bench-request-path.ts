@@ -6,7 +6,9 @@
  * memoised /blocks/latest (the app alone). Prints wall time and this process's CPU time (DuckDB's
  * threads included) a request; then a median wallet's transfers page (limit 100, oldest and
  * newest first) statement by statement: each statement's window of blocks, time and rows, as the
- * query layer runs them (query/list.ts: the probe, then windows of 1, 2, 4 ... chunks). Never asserts.
+ * query layer runs them (query/list.ts: the probe, then windows of 1, 2, 4 ... chunks). Last, the
+ * same calls after the process sat idle for 0, 1 and 5 ms before each (as a service waits between
+ * a client's requests): what a call costs when its threads were asleep. Never asserts.
  */
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -66,6 +68,23 @@ const get = (url: string) => async () => {
 	if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body.slice(0, 200)}`);
 };
 
+/**
+ * p50 ms of `call` after `idleMs` of idling (a timer) before each, over `n` calls: a statement's
+ * trip to libuv's thread pool wakes a thread that slept, and the code runs on caches that other
+ * work had.
+ */
+async function afterIdle(call: () => Promise<unknown>, idleMs: number): Promise<number> {
+	const times: number[] = [];
+	for (let i = 0; i < n; i++) {
+		if (idleMs > 0) await new Promise((r) => setTimeout(r, idleMs));
+		const t = performance.now();
+		await call();
+		times.push(performance.now() - t);
+	}
+	times.sort((a, b) => a - b);
+	return times[times.length >> 1] as number;
+}
+
 /** A snapshot whose statements note their window, time and rows in `log`. */
 function noting(snap: Snapshot, log: string[]): Snapshot {
 	const query: Snapshot["query"] = async (sql, params, window, key) => {
@@ -103,6 +122,17 @@ try {
 	await measure("app: /txs/{hash}", get(`/txs/${tx}`));
 	await measure("query layer: block by hash", () => findBlockByHash(store.snapshot(chain.id), block));
 	await measure("app: /blocks/{hash}", get(`/blocks/${block}`));
+	const idle: [string, () => Promise<unknown>][] = [
+		["query layer: SELECT 1", () => store.snapshot(chain.id).query("SELECT 1")],
+		["query layer: block by hash", () => findBlockByHash(store.snapshot(chain.id), block)],
+		["app: /blocks/latest (memoised)", get("/blocks/latest")],
+		["app: /blocks/{hash}", get(`/blocks/${block}`)],
+	];
+	for (const [name, call] of idle) {
+		const p50s: string[] = [];
+		for (const ms of [0, 1, 5]) p50s.push(`${ms} ms idle ${(await afterIdle(call, ms)).toFixed(3)}`);
+		console.log(`${name.padEnd(36)} p50 after ${p50s.join(", ")}`);
+	}
 } finally {
 	await app.close();
 	store.close();
