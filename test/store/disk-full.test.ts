@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -183,5 +183,35 @@ describe("a full disk", () => {
 		expect(parquetHashes(chainDir)).toEqual(parquetHashes(join(clean, CHAIN_ID)));
 		// And nothing else: no file the manifest does not list, but those retired for readers.
 		expect(folderState(chainDir).unlisted.filter((f) => !/^_[^/]*$/.test(f))).toEqual([]);
+	});
+
+	// After the backfill's: its folder, with a manifest and the previous generation beside it.
+	it("verify --restore-manifest on a full disk fails saying so and leaves nothing half-written; run again, it restores", async (ctx) => {
+		if (SKIP) return ctx.skip(SKIP);
+		const dataDir = join(MOUNT, "backfill");
+		const chainDir = join(dataDir, CHAIN_ID);
+		const manifest = join(chainDir, "_manifest.json");
+		// Larger than a page: the restored manifest cannot be written whole in what is left below.
+		expect(statSync(join(chainDir, "_manifest.prev.json")).size).toBeGreaterThan(4 * 1024);
+		// Cut short, as `truncate -s 200` leaves it. Two pages left: the write lock's and the damaged
+		// copy's (before the mend, the restored manifest's temporary file was left half-written here).
+		const damaged = readFileSync(manifest).subarray(0, 200);
+		writeFileSync(manifest, damaged);
+		fill(8 * 1024);
+		const args = ["--data-dir", dataDir, "--chain", CHAIN_ID, "--restore-manifest"];
+		const full = await runScript("verify.ts", args);
+		free();
+		expect(full.code, full.stderr).toBe(1);
+		expect(full.stderr).toMatch(
+			new RegExp(`error \\[DISK_FULL\\]: no space left for ${dataDir} \\(\\d+ KiB free of 16\\.0 MiB\\)`),
+		);
+		// The damaged manifest is where it was, and no temporary file is left on the full disk.
+		expect(readFileSync(manifest)).toEqual(damaged);
+		expect(leftovers(chainDir)).toEqual([]);
+
+		const again = await runScript("verify.ts", args);
+		expect(again.code, again.stdout + again.stderr).toBe(0);
+		expect(again.stdout).toContain(`${CHAIN_ID}: restored its manifest from the previous generation`);
+		expect(readFileSync(join(chainDir, "_manifest.damaged.json"))).toEqual(damaged);
 	});
 });

@@ -1,11 +1,11 @@
 import { existsSync } from "node:fs";
-import { copyFile, readdir, rename, writeFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import type { DatasetName } from "../../extract/rows.js";
 import { ChainlakeError, UserInputError } from "../../util/errors.js";
-import { fsyncDir, fsyncFile } from "../../util/fsync.js";
 import { sqlString as quote } from "../../util/sql-string.js";
+import { writeFileDurably } from "../../util/temp-files.js";
 import { acquireWriteLock } from "../files/lock.js";
 import type { IndexName } from "../format/indexes.js";
 import { partPaths } from "../format/key-parts.js";
@@ -189,11 +189,11 @@ export async function restoreManifest(dataDir: string, chain: string): Promise<M
 		if (!prev)
 			throw new ChainlakeError("MANIFEST_DAMAGED", `${path} is damaged: ${problem}. ${manifestFix(dataDir, chain)}`);
 		prev.generation = Math.max(prev.generation ?? 0, await highestFileGeneration(chainDir(dataDir, chain)));
-		if (existsSync(path)) await copyFile(path, join(chainDir(dataDir, chain), "_manifest.damaged.json"));
-		await writeFile(`${path}.tmp`, `${JSON.stringify(prev, null, 1)}\n`);
-		await fsyncFile(`${path}.tmp`);
-		await rename(`${path}.tmp`, path);
-		await fsyncDir(chainDir(dataDir, chain));
+		// Both through a temporary name: on a full disk neither is left half-written (the damaged
+		// manifest stays where it was, for the next try).
+		if (existsSync(path))
+			await writeFileDurably(join(chainDir(dataDir, chain), "_manifest.damaged.json"), await readFile(path));
+		await writeFileDurably(path, Buffer.from(`${JSON.stringify(prev, null, 1)}\n`));
 		return prev;
 	} finally {
 		unlock();
