@@ -69,9 +69,9 @@ const get = (url: string) => async () => {
 };
 
 /**
- * p50 ms of `call` after `idleMs` of idling (a timer) before each, over `n` calls: a statement's
- * trip to libuv's thread pool wakes a thread that slept, and the code runs on caches that other
- * work had.
+ * p50 ms of `call` after `idleMs` of idling (a timer) before each, over `n` calls: what a client's
+ * pauses cost each answer where a CPU that halted runs slowly for a while after it wakes (this
+ * machine: BENCHMARKS.md "twenty-sixth figures").
  */
 async function afterIdle(call: () => Promise<unknown>, idleMs: number): Promise<number> {
 	const times: number[] = [];
