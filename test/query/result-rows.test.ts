@@ -28,7 +28,9 @@ const STATEMENTS: Record<string, string> = {
 		TIMESTAMP '2024-01-02 03:04:05' AS ts, (-3)::TINYINT AS ti, 300::SMALLINT AS si, 4000000000::UINTEGER AS ui,
 		250::UTINYINT AS ut, 65000::USMALLINT AS us, 18446744073709551615::UBIGINT AS ub, 0.25::FLOAT AS f,
 		(-170141183460469231731687303715884105728)::HUGEINT AS h, NULL::BOOLEAN AS nt, false AS nf, NULL::DOUBLE AS nd,
-		NULL::UHUGEINT AS nu, '' AS empty, '123456789012' AS inline12, '1234567890123' AS outline13`,
+		NULL::UHUGEINT AS nu, '' AS empty, '123456789012' AS inline12, '1234567890123' AS outline13,
+		'NaN'::DOUBLE AS nan, '-0.0'::DOUBLE AS negzero, 'inf'::FLOAT AS inf, '-inf'::DOUBLE AS neginf,
+		NULL::TINYINT AS nti, NULL::UBIGINT AS nub, NULL::HUGEINT AS nh, NULL::FLOAT AS nfl, NULL::INTEGER AS ni`,
 	"lists and structs": `SELECT [1, 2, NULL]::BIGINT[] AS xs, {'a': 'b', 'n': 3} AS st, ['0x' || repeat('ab', 20)] AS hexes,
 		[{'k': 1}] AS ls, MAP {'m': 1} AS mp`,
 	"several chunks": `SELECT range AS n, 'id-' || lpad(range::VARCHAR, 20, '0') AS id, CASE WHEN range % 3 = 0 THEN NULL ELSE range::VARCHAR END AS maybe
