@@ -13,7 +13,6 @@ const SLOW_FIRST = [
 	"test/store/runs.test.ts",
 	// (Added after that run: its followed lake and seeded repair rounds, about 95 s.)
 	"test/store/repair-converges.test.ts",
-	"test/crash/crash-points.test.ts",
 	"test/crash/stop-signals.test.ts",
 	"test/store/verify.test.ts",
 	"test/api/load.test.ts",
