@@ -30,6 +30,7 @@ import { openRemoteLake } from "../src/remote/remote-lake.js";
 import { LAKE_FLAG_OPTIONS, LAKE_USAGE, lakeFlags } from "../src/store/delta/lake-flags.js";
 import { ensureWritableFolder, readFolder, startCli, usageError, userInput } from "../src/util/cli.js";
 import { createLogger } from "../src/util/logger.js";
+import { checkPortFree } from "../src/util/port-free.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
 
 const USAGE = `usage: npm run serve -- [--data-dir data] [--port 8080] [--follow eip155-<n>=<rpc url> ...] [flags]
@@ -188,6 +189,8 @@ const keyring = userInput(() =>
 		log: logger,
 	}),
 );
+// A taken port said before a follower starts writing, not once everything has started.
+await checkPortFree(port, values.host as string);
 // A follower meets an unwritable folder only inside its retry loop: say so now instead.
 if (values.follow?.length) ensureWritableFolder(dataDir);
 const followSpecs = userInput(() => (values.follow ?? []).map(parseFollowSpec));

@@ -32,6 +32,7 @@ import { parseChainId } from "../src/util/chain.js";
 import { demoDir, runCli } from "../src/util/cli.js";
 import { ChainlakeError } from "../src/util/errors.js";
 import { createLogger } from "../src/util/logger.js";
+import { checkPortFree } from "../src/util/port-free.js";
 import { onStopSignal } from "../src/util/stop-signals.js";
 import { generateActivity } from "../src/workload/activity.js";
 import { type AnvilInstance, startAnvil } from "../src/workload/anvil.js";
@@ -119,6 +120,8 @@ runCli(spec, async (argv) => {
 		} catch (err) {
 			throw err instanceof DataDirLockedError ? inUse(err, dir) : err;
 		}
+		// A taken port said now, not after the demo chain is built (a second demo on its own folder).
+		await checkPortFree(PORT, HOST);
 		logger.info("starting a local anvil chain and the demo workload…");
 		// Stopped by shutdown() below after the follower, not at the signal (anvil.ts keepOnSignal).
 		anvil = await startAnvil({ chainId: 31337, keepOnSignal: true });
@@ -136,6 +139,7 @@ runCli(spec, async (argv) => {
 		} catch (err) {
 			throw err instanceof DataDirLockedError ? inUse(err, dir) : err;
 		}
+		await checkPortFree(PORT, HOST);
 	} else {
 		const s = await createBackfill({ rpc, chain, dataDir: dir, logger }).run({
 			from: 0,

@@ -112,6 +112,8 @@ describe("npm start, as a newcomer meets it", () => {
 		expect(failure[0]).toBe(`error: port ${port} on 127.0.0.1 is taken by another process`);
 		expect(failure[1]).toContain("PORT=<n> npm start");
 		expect(r.stdout).not.toContain("chainlake is serving");
+		// Said before the demo chain is built (about 20 s), not after.
+		expect(r.stdout + r.stderr).not.toContain("starting a local anvil chain");
 	}, 120_000);
 
 	it.concurrent("a backfill into the demo's folder is refused, naming the demo", async () => {
