@@ -29,7 +29,7 @@ import { claimAndClearFolder } from "../src/store/files/clear-folder.js";
 import { acquireWriteLock, DataDirLockedError } from "../src/store/files/lock.js";
 import { chainDir } from "../src/store/format/layout.js";
 import { parseChainId } from "../src/util/chain.js";
-import { demoDir, runCli } from "../src/util/cli.js";
+import { demoDir, runCli, usageError } from "../src/util/cli.js";
 import { ChainlakeError } from "../src/util/errors.js";
 import { createLogger } from "../src/util/logger.js";
 import { checkPortFree } from "../src/util/port-free.js";
@@ -98,6 +98,8 @@ const spec = {
 runCli(spec, async (argv) => {
 	const { values } = parseArgs({ args: argv, options });
 	const verbose = values.verbose || process.env.CHAINLAKE_VERBOSE === "1";
+	if (!Number.isInteger(PORT) || PORT < 0 || PORT > 65535)
+		usageError(`PORT must be a port number (0-65535), got ${process.env.PORT}`);
 	let anvil: AnvilInstance | undefined;
 	let work: WorkloadResult | undefined;
 	let rpcUrl: string;
@@ -116,12 +118,13 @@ runCli(spec, async (argv) => {
 		startBlock = Number(process.env.CHAINLAKE_START_BLOCK ?? Math.max(0, head - 100));
 	} else {
 		try {
-			releaseFolder = await claimAndClearFolder(dir);
+			// A taken port said before the demo chain is built (about 20 s), and before the folder is
+			// wiped: it may be what a `serve` on that port reads. After the folder's locks, so that a
+			// second demo on the same folder is told that, not that its port is taken.
+			releaseFolder = await claimAndClearFolder(dir, () => checkPortFree(PORT, HOST));
 		} catch (err) {
 			throw err instanceof DataDirLockedError ? inUse(err, dir) : err;
 		}
-		// A taken port said now, not after the demo chain is built (a second demo on its own folder).
-		await checkPortFree(PORT, HOST);
 		logger.info("starting a local anvil chain and the demo workload…");
 		// Stopped by shutdown() below after the follower, not at the signal (anvil.ts keepOnSignal).
 		anvil = await startAnvil({ chainId: 31337, keepOnSignal: true });

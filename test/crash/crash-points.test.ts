@@ -167,7 +167,7 @@ const BACKFILL_SEQUENCE: At[] = [
 	"backfill.chunk-committed:3", // three more chunks committed, the next being fetched
 ];
 /**
- * The short series (npm test): a crash in each stage of the backfill's write path, each next run
+ * The short series (CHAINLAKE_CRASH_FULL=1, before the full one): a crash in each stage of the backfill's write path, each next run
  * recovering from the one before: a dataset's .tmp, a chunk's files all written but unlisted, the
  * start-up cleanup of those cut short, the manifest as .tmp, token metadata written unlisted, one
  * table's Delta commit of a save written and not the others', a crash between commits.
@@ -275,7 +275,7 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
 	["manifest.saved", none], // the canonical blocks appended
 ];
 /**
- * The short series (npm test): a crash in each stage of the follower's write path, each next run
+ * The short series (CHAINLAKE_CRASH_FULL=1, before the full one): a crash in each stage of the follower's write path, each next run
  * recovering from the one before: a catch-up's chunks written but unlisted, a compaction's files
  * written and not swapped in, an index run committed with its inputs on disk, a merged chunk
  * likewise, the holder ranks written and not listed, replaced files half deleted, a reorg's ghost

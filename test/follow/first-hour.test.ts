@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -103,17 +103,30 @@ describe("npm start, as a newcomer meets it", () => {
 		expect(existsSync(join(demoDir, CHAIN_ID, "_manifest.json"))).toBe(true);
 	}, 120_000);
 
-	it.concurrent("npm start on a taken port says so and names PORT, with no stack", async () => {
-		// The first demo holds `port`: a second demo in its own folder meets it taken.
-		const r = await runScript("start.ts", [], { PORT: port, CHAINLAKE_DEMO_DIR: join(root, "demo-taken-port") });
+	it.concurrent("npm start on a taken port says so and names PORT, with no stack, and wipes nothing", async () => {
+		// The first demo holds `port`: a second demo in its own folder meets it taken. That folder
+		// holds an earlier demo's chain (which a `serve` on the port might be reading): it stays.
+		const dir = join(root, "demo-taken-port");
+		mkdirSync(join(dir, CHAIN_ID), { recursive: true });
+		writeFileSync(join(dir, CHAIN_ID, "_manifest.json"), "{}");
+		const r = await runScript("start.ts", [], { PORT: port, CHAINLAKE_DEMO_DIR: dir });
 		expect(r.code, r.stderr).toBe(1);
 		expect(r.stderr).not.toMatch(/\n\s+at /);
 		const failure = r.stderr.trim().split("\n").slice(-2);
 		expect(failure[0]).toBe(`error: port ${port} on 127.0.0.1 is taken by another process`);
 		expect(failure[1]).toContain("PORT=<n> npm start");
 		expect(r.stdout).not.toContain("chainlake is serving");
-		// Said before the demo chain is built (about 20 s), not after.
+		// Said before the demo chain is built (about 20 s), not after, and before the folder is wiped.
 		expect(r.stdout + r.stderr).not.toContain("starting a local anvil chain");
+		expect(readFileSync(join(dir, CHAIN_ID, "_manifest.json"), "utf8")).toBe("{}");
+	}, 120_000);
+
+	it.concurrent("npm start with a PORT that is no port number says so (exit 2), before anything starts", async () => {
+		const r = await runScript("start.ts", [], { PORT: "80a", CHAINLAKE_DEMO_DIR: join(root, "demo-bad-port") });
+		expect(r.code, r.stderr).toBe(2);
+		expect(r.stderr).toContain("PORT must be a port number (0-65535), got 80a");
+		expect(r.stderr).not.toMatch(/\n\s+at /);
+		expect(existsSync(join(root, "demo-bad-port"))).toBe(false);
 	}, 120_000);
 
 	it.concurrent("a backfill into the demo's folder is refused, naming the demo", async () => {

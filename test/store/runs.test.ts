@@ -338,7 +338,7 @@ describe("merged index runs", () => {
 		expect(await allIds(repaired, page)).toEqual(await allIds(whole, page));
 	}, 240_000);
 
-	it(`reindex --whole-history merges each lookup index's settled history into one run${FULL ? ", through crashes," : ""} every answer unchanged`, async () => {
+	it(`reindex --whole-history merges each lookup index's settled history into one run${FULL ? ", through crashes," : ","} every answer unchanged`, async () => {
 		const dir = join(root, "whole-history");
 		await cp(join(root, "merged"), dir, { recursive: true });
 		const before = await manifestOf(dir);
@@ -350,7 +350,7 @@ describe("merged index runs", () => {
 		// through its manifest. A crash series, so with CHAINLAKE_CRASH_FULL=1 only (npm run
 		// test:long, which CI runs), at each step: written, filter written, lookup database half and
 		// wholly written, committed. Each kill is two CLI starts (the reindex, then verify): about 10 s
-		// apiece beside the rest of npm test.
+		// apiece beside the other files.
 		const points = FULL
 			? ["runs.merged", "runs.filter-written", "lookup-db.tmp-written", "runs.lookup-db-written", "runs.committed"]
 			: [];

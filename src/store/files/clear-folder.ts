@@ -10,8 +10,13 @@ import { acquireWriteLock } from "./lock.js";
  * or `verify` writing there refuses the wipe, naming itself). Both refusals are DATA_DIR_LOCKED
  * (lock.ts's DataDirLockedError, with the holder's pid). Nothing is removed before every chain
  * folder has been checked, and `_lock` files stay (lock.ts: a lock file is never removed).
+ * `beforeClear` runs once every lock is held and before anything is removed: what else must hold
+ * for the fresh start (npm start's port); if it throws, nothing is removed.
  */
-export async function claimAndClearFolder(dir: string): Promise<() => void> {
+export async function claimAndClearFolder(
+	dir: string,
+	beforeClear: () => Promise<void> = async () => {},
+): Promise<() => void> {
 	const release = await acquireWriteLock(dir);
 	const releases: Array<() => void> = [];
 	try {
@@ -19,6 +24,7 @@ export async function claimAndClearFolder(dir: string): Promise<() => void> {
 		const folders = entries.filter((e) => e !== "_lock" && statSync(join(dir, e)).isDirectory());
 		// Every chain folder first: one held by another process stops the wipe before anything goes.
 		for (const f of folders) releases.push(await acquireWriteLock(join(dir, f)));
+		await beforeClear();
 		for (const e of entries) {
 			if (e === "_lock") continue;
 			const path = join(dir, e);

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { removingOnFailureSync } from "../../util/temp-files.js";
 
 /*
  * `<chain>/_retired.json`: the files a writer took out of the manifest and keeps on disk for
@@ -36,8 +37,11 @@ function write(chainDir: string, entries: RetiredEntry[]) {
 		if (existsSync(path)) writeFileSync(path, "[]\n");
 		return;
 	}
-	writeFileSync(`${path}.tmp`, `${JSON.stringify(entries)}\n`);
-	renameSync(`${path}.tmp`, path);
+	// On a full disk the temporary file would stay until the next start: removed if the write fails.
+	removingOnFailureSync([`${path}.tmp`], () => {
+		writeFileSync(`${path}.tmp`, `${JSON.stringify(entries)}\n`);
+		renameSync(`${path}.tmp`, path);
+	});
 }
 
 /** Notes that `files` (absolute) left the manifest and may be deleted from `due`. */
