@@ -1,8 +1,8 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { lakeExportStatus } from "../store/delta/save-manifest.js";
 import { chainDir, statusPath } from "../store/format/layout.js";
-import { removingOnFailureSync } from "../util/temp-files.js";
+import { replaceFileSync } from "../util/temp-files.js";
 import type { FollowSource } from "./follower-stats.js";
 
 /*
@@ -36,10 +36,7 @@ export function writeStatus(dataDir: string, chain: string, source: FollowSource
 		stopped,
 		source: { ...source, deltaExport: lakeExportStatus(chain) ?? undefined },
 	};
-	removingOnFailureSync([`${path}.tmp`], () => {
-		writeFileSync(`${path}.tmp`, JSON.stringify(status));
-		renameSync(`${path}.tmp`, path);
-	});
+	replaceFileSync(path, JSON.stringify(status));
 }
 
 /** The writer's last status, or null when there is none (no writer ran yet) or it cannot be read. */

@@ -1,4 +1,4 @@
-import { rmSync } from "node:fs";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { rename, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { fsyncDir, fsyncFile } from "./fsync.js";
@@ -31,6 +31,18 @@ export function removingOnFailureSync<T>(temps: readonly string[], write: () => 
 			} catch {}
 		throw err;
 	}
+}
+
+/**
+ * Replaces `path` with `data` through `<path>.tmp` and a rename, synchronously and without a sync:
+ * for small files a crash may lose the last write of but never half-write (the follower's status,
+ * the retired files' journal). The temporary file is removed if it fails (a full disk).
+ */
+export function replaceFileSync(path: string, data: string): void {
+	removingOnFailureSync([`${path}.tmp`], () => {
+		writeFileSync(`${path}.tmp`, data);
+		renameSync(`${path}.tmp`, path);
+	});
 }
 
 /**

@@ -167,10 +167,11 @@ const BACKFILL_SEQUENCE: At[] = [
 	"backfill.chunk-committed:3", // three more chunks committed, the next being fetched
 ];
 /**
- * The short series (CHAINLAKE_CRASH_FULL=1, before the full one): a crash in each stage of the backfill's write path, each next run
- * recovering from the one before: a dataset's .tmp, a chunk's files all written but unlisted, the
- * start-up cleanup of those cut short, the manifest as .tmp, token metadata written unlisted, one
- * table's Delta commit of a save written and not the others', a crash between commits.
+ * The short series (CHAINLAKE_CRASH_FULL=1, before the full one): a crash in each stage of the
+ * backfill's write path, each next run recovering from the one before: a dataset's .tmp, a chunk's
+ * files all written but unlisted, the start-up cleanup of those cut short, the manifest as .tmp,
+ * token metadata written unlisted, one table's Delta commit of a save written and not the others',
+ * a crash between commits.
  */
 const BACKFILL_SHORT: At[] = [
 	"parquet.write.tmp-written", // a fresh folder: the lock and chunk 0's first dataset as .tmp
@@ -275,13 +276,14 @@ const FOLLOW_SEQUENCE = (dir: string): [At, Drive, (() => Promise<void>)?][] => 
 	["manifest.saved", none], // the canonical blocks appended
 ];
 /**
- * The short series (CHAINLAKE_CRASH_FULL=1, before the full one): a crash in each stage of the follower's write path, each next run
- * recovering from the one before: a catch-up's chunks written but unlisted, a compaction's files
- * written and not swapped in, an index run committed with its inputs on disk, a merged chunk
- * likewise, the holder ranks written and not listed, replaced files half deleted, a reorg's ghost
- * file written, a reorg committed without its canonical blocks. Once down for 48 blocks: the clean backfill compared at the end settles
- * (and reads the opening balances of) blocks 64 below its head only, and the workload's must be
- * settled there as in the follower (the full series mines that many as it goes).
+ * The short series (CHAINLAKE_CRASH_FULL=1, before the full one): a crash in each stage of the
+ * follower's write path, each next run recovering from the one before: a catch-up's chunks written
+ * but unlisted, a compaction's files written and not swapped in, an index run committed with its
+ * inputs on disk, a merged chunk likewise, the holder ranks written and not listed, replaced files
+ * half deleted, a reorg's ghost file written, a reorg committed without its canonical blocks. Once
+ * down for 48 blocks: the clean backfill compared at the end settles (and reads the opening
+ * balances of) blocks 64 below its head only, and the workload's must be settled there as in the
+ * follower (the full series mines that many as it goes).
  */
 const FOLLOW_SHORT = (dir: string): [At, Drive, (() => Promise<void>)?][] => [
 	["follow.append.chunk-written:3", none], // a fresh folder: 3 chunks of the catch-up written, unlisted

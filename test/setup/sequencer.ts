@@ -51,11 +51,10 @@ export default class SlowFirstSequencer extends BaseSequencer {
 
 	private async slowFirst(files: TestSpecification[]): Promise<TestSpecification[]> {
 		const sorted = await super.sort(files);
-		const path = (f: TestSpecification) => this.path(f);
-		const timed = sorted.every((f) => this.ctx.cache.getFileTestResults(`${f.project.name}:${path(f)}`));
+		const timed = sorted.every((f) => this.ctx.cache.getFileTestResults(`${f.project.name}:${this.path(f)}`));
 		if (timed) return sorted;
 		const rank = (f: TestSpecification) => {
-			const i = SLOW_FIRST.indexOf(path(f));
+			const i = SLOW_FIRST.indexOf(this.path(f));
 			return i === -1 ? SLOW_FIRST.length : i;
 		};
 		// Array.prototype.sort is stable: the files not listed keep Vitest's order.

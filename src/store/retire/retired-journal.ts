@@ -1,6 +1,6 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { removingOnFailureSync } from "../../util/temp-files.js";
+import { replaceFileSync } from "../../util/temp-files.js";
 
 /*
  * `<chain>/_retired.json`: the files a writer took out of the manifest and keeps on disk for
@@ -37,11 +37,8 @@ function write(chainDir: string, entries: RetiredEntry[]) {
 		if (existsSync(path)) writeFileSync(path, "[]\n");
 		return;
 	}
-	// On a full disk the temporary file would stay until the next start: removed if the write fails.
-	removingOnFailureSync([`${path}.tmp`], () => {
-		writeFileSync(`${path}.tmp`, `${JSON.stringify(entries)}\n`);
-		renameSync(`${path}.tmp`, path);
-	});
+	// (On a full disk its temporary file is removed: it would hold the last pages until the next start.)
+	replaceFileSync(path, `${JSON.stringify(entries)}\n`);
 }
 
 /** Notes that `files` (absolute) left the manifest and may be deleted from `due`. */
