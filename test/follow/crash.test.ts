@@ -50,11 +50,22 @@ function storedTip(dir: string): { head: number; hash: string | null } {
 }
 const storedHead = (dir: string) => storedTip(dir).head;
 
-const follow = (dir: string) =>
-	spawnScript("follow.ts", [
+/**
+ * Starts the follower on `dir`, keeping what it prints, to show when its run falls short.
+ */
+const follow = (dir: string) => {
+	const child = spawnScript("follow.ts", [
 		...["--follow", `eip155-${CHAIN}=${slow.url}`, "--data-dir", dir],
 		...["--finality-depth", "3", "--poll-ms", "20", "--partition-size", "4"],
 	]);
+	let output = "";
+	const keep = (chunk: Buffer) => {
+		output += chunk;
+	};
+	child.stdout?.on("data", keep);
+	child.stderr?.on("data", keep);
+	return Object.assign(child, { output: () => output });
+};
 
 /**
  * Restarts the follower, lets it store the node's head, stops it cleanly, and checks every
@@ -64,7 +75,13 @@ async function finishAndCompare(dir: string, cleanName: string): Promise<number>
 	const head = Number(await call("eth_blockNumber", []));
 	const headHash = ((await call("eth_getBlockByNumber", [`0x${head.toString(16)}`, false])) as { hash: string }).hash;
 	const child = follow(dir);
-	const exited = new Promise((r) => child.on("exit", r));
+	let exitCode: number | null | undefined;
+	const exited = new Promise((r) =>
+		child.on("exit", (code) => {
+			exitCode = code;
+			r(code);
+		}),
+	);
 	// The backlog the producer left (thousands of blocks) takes about a minute alone, several
 	// under a full parallel test run: the check is what it stores, not how fast. The tip's hash
 	// too: killed mid-reorg, the folder can already hold the old branch up to the same height,
@@ -74,11 +91,14 @@ async function finishAndCompare(dir: string, cleanName: string): Promise<number>
 		const tip = storedTip(dir);
 		return tip.head > head || (tip.head === head && tip.hash === headHash);
 	};
-	while (!caughtUp() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+	// (A follower that exits on its own will store nothing more.)
+	while (!caughtUp() && exitCode === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
 	await new Promise((r) => setTimeout(r, 500));
+	const early = exitCode !== undefined ? `it exited by itself (code ${exitCode}); ` : "";
 	child.kill("SIGTERM");
 	await exited;
-	expect(storedHead(dir)).toBe(head);
+	// (Its last lines say why, if it fell short: the tail, as a long catch-up logs a lot.)
+	expect(storedHead(dir), `head ${head}; ${early}the follower said:\n${child.output().slice(-6000)}`).toBe(head);
 
 	const clean = join(root, cleanName);
 	await backfillInto(clean, anvil.url, CHAIN, { traces: "auto" });
@@ -138,25 +158,43 @@ describe.runIf(process.env.CHAINLAKE_CRASH_FULL === "1")("follower crash and res
 	it("SIGKILLed in the middle of handling a reorg, restarted, ends equal to a clean backfill", async () => {
 		const dir = join(root, "followed");
 		const [from] = (await call("eth_accounts", [])) as string[];
-		// Two rounds: a reorg while the follower is down, then kills right after its first commits.
-		const rand = seededRandom("follow crash in reorg");
-		for (const extra of [0, rand.int(0, 40)]) {
-			await call("eth_sendTransaction", [{ from, to: `0x${"ab".repeat(20)}`, value: "0x7" }]);
-			await call("evm_mine", []);
-			await call("anvil_reorg", [2, []]);
-			const manifest = join(dir, `eip155-${CHAIN}`, "_manifest.json");
+		const manifest = join(dir, `eip155-${CHAIN}`, "_manifest.json");
+		/** Runs the follower until the manifest changes, waits `extra` ms more, and SIGKILLs it. */
+		const killAfterCommit = async (extra: number, what: string) => {
 			const before = readFileSync(manifest, "utf8");
 			const child = follow(dir);
 			const exited = new Promise((r) => child.on("exit", r));
-			const deadline = Date.now() + 30_000;
+			const deadline = Date.now() + 90_000;
 			while (readFileSync(manifest, "utf8") === before && Date.now() < deadline)
 				await new Promise((r) => setTimeout(r, 2));
 			await new Promise((r) => setTimeout(r, extra));
 			child.kill("SIGKILL");
 			await exited;
+			expect(
+				readFileSync(manifest, "utf8"),
+				`${what}: nothing committed in 90 s; it said:\n${child.output()}`,
+			).not.toBe(before);
+		};
+		// Two rounds, each: a transfer the follower stores, then a reorg that drops it (anvil_reorg
+		// replaces the newest blocks, here stored and not yet final), then the follower restarted
+		// and killed right after its first commit, the unwind, or a moment into what follows.
+		const rand = seededRandom("follow crash in reorg");
+		for (const extra of [0, rand.int(0, 40)]) {
+			await call("eth_sendTransaction", [{ from, to: `0x${"ab".repeat(20)}`, value: "0x7" }]);
+			await call("evm_mine", []);
+			const head = Number(await call("eth_blockNumber", []));
+			while (storedHead(dir) < head) await killAfterCommit(0, "storing the transfer");
+			const stored = storedTip(dir).hash;
+			await call("anvil_reorg", [2, []]);
+			const tip = (await call("eth_getBlockByNumber", [`0x${head.toString(16)}`, false])) as { hash: string };
+			expect(tip.hash, "the reorg replaced the stored tip").not.toBe(stored);
+			await killAfterCommit(extra, "after the reorg");
 		}
 		await finishAndCompare(dir, "clean-after-reorgs");
 		const followed = await datasetRows(dir, CHAIN);
 		expect(JSON.stringify(followed.transfers)).not.toContain("ab".repeat(20));
+		// Both rounds' dropped blocks are kept as ghosts (their hashes still answer).
+		const ghosts = (JSON.parse(readFileSync(manifest, "utf8")) as { ghosts?: { from: number; to: number }[] }).ghosts;
+		expect(ghosts?.length, JSON.stringify(ghosts)).toBeGreaterThanOrEqual(2);
 	}, 480_000);
 });
