@@ -1,8 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { ChainlakeError, UserInputError } from "../util/errors.js";
 import type { Logger } from "../util/logger.js";
+import { writeFileDurablySync } from "../util/temp-files.js";
 
 /** A stored key: only its SHA-256 is kept (keys are 256 random bits, so a fast hash suffices). */
 export interface StoredKey {
@@ -79,10 +80,10 @@ function storedKeyProblem(k: unknown): string | null {
 	return null;
 }
 
+/** Replaces the key file durably (a revocation must survive a power loss); nothing half-written, no `.tmp` left on a failure. */
 function writeKeys(path: string, keys: StoredKey[]): void {
 	mkdirSync(dirname(path), { recursive: true });
-	writeFileSync(`${path}.tmp`, `${JSON.stringify(keys, null, 1)}\n`, { mode: 0o600 });
-	renameSync(`${path}.tmp`, path);
+	writeFileDurablySync(path, `${JSON.stringify(keys, null, 1)}\n`, 0o600);
 }
 
 /** Creates a key, stores its hash, and returns the key itself: the only time it is ever shown. */

@@ -1,3 +1,4 @@
+import { closeSync, fsyncSync, openSync } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
 import { dirname } from "node:path";
 
@@ -42,6 +43,26 @@ export async function fsyncDir(path: string): Promise<void> {
 		if (code !== "EINVAL" && code !== "EPERM" && code !== "EISDIR") throw err;
 	} finally {
 		await fh.close();
+	}
+}
+
+/** fsyncFile and fsyncDir for a synchronous writer (the API key file: scripts/keys.ts). */
+export function fsyncSyncPath(path: string, folder = false): void {
+	if (!enabled) return;
+	let fd: number;
+	try {
+		fd = openSync(path, "r");
+	} catch (err) {
+		if (folder && process.platform === "win32") return;
+		throw err;
+	}
+	try {
+		fsyncSync(fd);
+	} catch (err) {
+		const code = (err as NodeJS.ErrnoException).code;
+		if (!folder || (code !== "EINVAL" && code !== "EPERM" && code !== "EISDIR")) throw err;
+	} finally {
+		closeSync(fd);
 	}
 }
 

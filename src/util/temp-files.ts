@@ -1,7 +1,7 @@
 import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { rename, rm, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { fsyncDir, fsyncFile } from "./fsync.js";
+import { fsyncDir, fsyncFile, fsyncSyncPath } from "./fsync.js";
 
 /*
  * A write that fails removes the temporary files it made. Writers write to a temporary name and
@@ -42,6 +42,19 @@ export function replaceFileSync(path: string, data: string): void {
 	removingOnFailureSync([`${path}.tmp`], () => {
 		writeFileSync(`${path}.tmp`, data);
 		renameSync(`${path}.tmp`, path);
+	});
+}
+
+/**
+ * writeFileDurably for a synchronous writer, the new file created with `mode` (the API key file:
+ * 0600). A lost revocation would let a revoked key in again after a power loss.
+ */
+export function writeFileDurablySync(path: string, data: string, mode = 0o644): void {
+	removingOnFailureSync([`${path}.tmp`], () => {
+		writeFileSync(`${path}.tmp`, data, { mode });
+		fsyncSyncPath(`${path}.tmp`);
+		renameSync(`${path}.tmp`, path);
+		fsyncSyncPath(dirname(path), true);
 	});
 }
 

@@ -5,6 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey, readKeys } from "../../src/api/keys.js";
 import { createFollower } from "../../src/follow/follower.js";
 import { createRpcClient } from "../../src/rpc/client.js";
 import { noteRetired, readRetired } from "../../src/store/retire/retired-journal.js";
@@ -239,5 +240,22 @@ describe("a full disk", () => {
 		expect(existsSync(join(chainDir, "_retired.json.tmp"))).toBe(false);
 		expect(readFileSync(join(chainDir, "_retired.json"))).toEqual(before);
 		expect(readRetired(chainDir).map((e) => e.files)).toEqual([[relative(chainDir, file(0))]]);
+	});
+
+	it("the API key file on a full disk: create fails, its temporary file is removed, the keys stay", (ctx) => {
+		if (SKIP) return ctx.skip(SKIP);
+		const file = join(MOUNT, "keys", "_keys.json");
+		const first = createKey(file, "first");
+		const before = readFileSync(file);
+		fill(0);
+		try {
+			expect(() => createKey(file, "second")).toThrow(/ENOSPC/);
+		} finally {
+			free();
+		}
+		// (Before, `_keys.json.tmp` was left holding the full disk's last pages.)
+		expect(existsSync(`${file}.tmp`)).toBe(false);
+		expect(readFileSync(file)).toEqual(before);
+		expect(readKeys(file).map((k) => k.id)).toEqual([first.id]);
 	});
 });
