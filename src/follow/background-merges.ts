@@ -4,6 +4,7 @@ import { createParquetWriter } from "../store/files/parquet-writer.js";
 import { headRanksDue, headRanksStep } from "../store/holdings/head-ranks.js";
 import { ranksDue, ranksStep } from "../store/holdings/holder-ranks.js";
 import { damageBehind } from "../store/repair/damage.js";
+import { freeSpace, isDiskFull } from "../util/disk-full.js";
 import type { Logger } from "../util/logger.js";
 import type { createDamageBackoff } from "./damage-backoff.js";
 import type { FollowState } from "./follow-context.js";
@@ -31,10 +32,14 @@ export function createBackgroundMerges(opts: {
 	stopping: () => boolean;
 	/** A damaged file a merge read: said once, retried with backoff (damage-backoff.ts). */
 	damage: ReturnType<typeof createDamageBackoff>;
+	/** After a failed merge, the next attempt waits this long (default MERGE_RETRY_MS; tests: less). */
+	retryMs?: number;
 }) {
 	const { dataDir, chainId, logger, metadata, exclusive, retire, caughtUp, stopping, damage } = opts;
 	let merging: Promise<void> | null = null;
 	let mergeRetryAt = 0;
+	/** Merges failed on a full disk since this time (said once, and once more when one succeeds). */
+	let diskFullSince: number | null = null;
 	/**
 	 * Merges settled chunks' index files into runs and their dataset files into larger chunks
 	 * (merges.ts) with a DuckDB of its own, while the
@@ -67,6 +72,12 @@ export function createBackgroundMerges(opts: {
 						damage.onClear("merges");
 						break;
 					}
+					if (diskFullSince !== null) {
+						logger.info(
+							`merges on ${chainId}: writing to ${dataDir} again (${await freeSpace(dataDir)}) after ${((Date.now() - diskFullSince) / 1000).toFixed(0)} s on a full disk`,
+						);
+						diskFullSince = null;
+					}
 					retire(gone);
 				}
 			} finally {
@@ -75,13 +86,25 @@ export function createBackgroundMerges(opts: {
 		})()
 			.catch(async (err: unknown) => {
 				// Not at every poll: a full disk or a damaged input would fail the same way.
+				const retryMs = opts.retryMs ?? MERGE_RETRY_MS;
+				// Said as the steps say it (the folder, its free space), and once: DuckDB's own words for
+				// a full disk, every minute, named neither.
+				if (isDiskFull(err)) {
+					mergeRetryAt = Date.now() + retryMs;
+					if (diskFullSince === null)
+						logger.error(
+							`merges on ${chainId}: disk full: cannot write to ${dataDir} (${await freeSpace(dataDir)}): ${(err as Error).message}; retried every ${retryMs / 1000} s until space is freed`,
+						);
+					diskFullSince ??= Date.now();
+					return;
+				}
 				const damaged = await damageBehind(dataDir, s.manifest, err).catch(() => null);
 				if (damaged) {
 					mergeRetryAt = Date.now() + damage.onDamage("merges", damaged);
 					return;
 				}
-				mergeRetryAt = Date.now() + MERGE_RETRY_MS;
-				logger.warn(`merge on ${chainId} failed, retried in ${MERGE_RETRY_MS / 1000} s: ${(err as Error).message}`);
+				mergeRetryAt = Date.now() + retryMs;
+				logger.warn(`merge on ${chainId} failed, retried in ${retryMs / 1000} s: ${(err as Error).message}`);
 			})
 			.finally(() => {
 				merging = null;

@@ -6,15 +6,20 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, readKeys } from "../../src/api/keys.js";
+import { createBackgroundMerges } from "../../src/follow/background-merges.js";
+import { createDamageBackoff } from "../../src/follow/damage-backoff.js";
+import type { FollowState } from "../../src/follow/follow-context.js";
 import { createFollower } from "../../src/follow/follower.js";
 import { createRpcClient } from "../../src/rpc/client.js";
+import { metadataSource } from "../../src/rpc/token-reads.js";
+import { loadManifest } from "../../src/store/format/manifest.js";
 import { noteRetired, readRetired } from "../../src/store/retire/retired-journal.js";
 import { parseChainId } from "../../src/util/chain.js";
 import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { folderState, storedHeadOf } from "../crash/folder.js";
-import { backfillInto } from "../helpers/anvil-chain.js";
+import { backfillInto, copyWithoutHeadDeltas } from "../helpers/anvil-chain.js";
 import { runScript } from "../helpers/cli.js";
 import { datasetRows } from "../helpers/compare.js";
 import { nodeCall } from "../helpers/node-rpc.js";
@@ -117,8 +122,10 @@ describe("a full disk", () => {
 			// Attempts at about 0, 1 and 3 s (backoff 1 s, 2 s, 4 s...); without backoff, one every poll (50 ms).
 			await sleep(3500);
 			const attempts = follower.stats.faults - faultsBefore;
-			const said = logger.lines.filter((l) => l.includes("disk full"));
+			// The steps say it once; a background merge that met it too, once more in its own words.
+			const said = logger.lines.filter((l) => l.includes(`follow ${CHAIN_ID}: disk full`));
 			expect(said, logger.lines.join("\n")).toHaveLength(1);
+			expect(logger.lines.filter((l) => l.includes(`merges on ${CHAIN_ID}: disk full`)).length).toBeLessThanOrEqual(1);
 			expect(said[0]).toContain(`cannot write to ${dataDir}`);
 			expect(said[0]).toMatch(/\(\d+ KiB free of 16\.0 MiB\)/);
 			expect(attempts, logger.lines.join("\n")).toBeGreaterThanOrEqual(2);
@@ -140,7 +147,7 @@ describe("a full disk", () => {
 			await until("the follower to store the head again", async () => stored() === (await head()), 20_000);
 			// Said once the step that wrote returns: after its manifest save, the step's merges and
 			// balance deltas still run (1.1-1.5 s alone here; past 5 s once in a whole npm test on 2 cores).
-			const back = () => logger.lines.filter((l) => l.includes(`writing to ${dataDir} again`));
+			const back = () => logger.lines.filter((l) => l.includes(`follow ${CHAIN_ID}: writing to ${dataDir} again`));
 			await until("the recovery to be logged", () => back().length > 0, 30_000);
 			expect(back()).toHaveLength(1);
 			expect(back()[0]).toMatch(/\(\d+\.\d MiB free of 16\.0 MiB\) after \d+ s and \d attempts on a full disk/);
@@ -257,5 +264,58 @@ describe("a full disk", () => {
 		expect(existsSync(`${file}.tmp`)).toBe(false);
 		expect(readFileSync(file)).toEqual(before);
 		expect(readKeys(file).map((k) => k.id)).toEqual([first.id]);
+	});
+
+	it("a follower's merges on a full disk: said once with the folder and free space, nothing left; said again when they write", async (ctx) => {
+		if (SKIP) return ctx.skip(SKIP);
+		// A folder whose newest chunk lacks its balance deltas: the merges' next write (a follower's
+		// state between a head commit and its background step).
+		const whole = join(root, "merges-source");
+		await backfillInto(whole, anvil.url, CHAIN, { partitionSize: 100_000, lake: { delta: false } });
+		const dataDir = join(MOUNT, "merges");
+		expect(await copyWithoutHeadDeltas(whole, dataDir, CHAIN)).toBe(1);
+		const manifest = await loadManifest(dataDir, CHAIN_ID, CHAIN);
+		const generation = manifest.generation ?? 0;
+		const logger = createMemoryLogger();
+		const merges = createBackgroundMerges({
+			dataDir,
+			chainId: CHAIN_ID,
+			logger,
+			metadata: metadataSource(createRpcClient({ urls: [anvil.url], logger })),
+			exclusive: (commit) => commit(),
+			retire: () => {},
+			caughtUp: () => true,
+			stopping: () => false,
+			damage: createDamageBackoff({ chainId: CHAIN_ID, logger }),
+			retryMs: 0,
+		});
+		// (The background merges read only the state's manifest.)
+		const state = { manifest } as FollowState;
+		const round = async () => {
+			merges.mergeInBackground(state);
+			await merges.current();
+		};
+		fill(0);
+		try {
+			await round();
+			await round();
+		} finally {
+			free();
+		}
+		const full = logger.lines.filter((l) => l.includes("disk full"));
+		expect(full, logger.lines.join("\n")).toHaveLength(1);
+		expect(full[0]).toContain(`merges on ${CHAIN_ID}: disk full: cannot write to ${dataDir}`);
+		expect(full[0]).toMatch(/\(\d+ KiB free of 16\.0 MiB\)/);
+		// (Before: "merge on eip155-31337 failed, retried in 60 s: IO Error: ...", every attempt.)
+		expect(logger.lines.filter((l) => l.includes("failed, retried"))).toEqual([]);
+		expect(leftovers(join(dataDir, CHAIN_ID))).toEqual([]);
+		await round();
+		const back = logger.lines.filter((l) => l.includes(`writing to ${dataDir} again`));
+		expect(back, logger.lines.join("\n")).toHaveLength(1);
+		expect(back[0]).toMatch(
+			/^.*merges on eip155-31337: writing to .* again \(\d+\.\d MiB free of 16\.0 MiB\) after \d+ s on a full disk/,
+		);
+		// The merges committed once the space was back (the full disk's attempts committed nothing).
+		expect((await loadManifest(dataDir, CHAIN_ID, CHAIN)).generation).toBeGreaterThan(generation);
 	});
 });
