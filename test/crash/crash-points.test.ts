@@ -7,8 +7,15 @@ import { tokenHolders } from "../../src/query/holders.js";
 import { nftHoldings } from "../../src/query/nfts.js";
 import { createStore } from "../../src/query/store/create-store.js";
 import type { Store } from "../../src/query/store/store.js";
+import { createRpcClient } from "../../src/rpc/client.js";
+import { metadataSource } from "../../src/rpc/token-reads.js";
+import { mergeDue } from "../../src/store/chunks/merges.js";
 import { DEFERRED } from "../../src/store/format/indexes.js";
+import { loadManifest } from "../../src/store/format/manifest.js";
+import { headRanksDue } from "../../src/store/holdings/head-ranks.js";
+import { ranksDue } from "../../src/store/holdings/holder-ranks.js";
 import { CRASH_POINTS, type CrashPointName } from "../../src/util/crash-point.js";
+import { createMemoryLogger } from "../../src/util/logger.js";
 import { type AnvilInstance, startAnvil } from "../../src/workload/anvil.js";
 import { runWorkload } from "../../src/workload/run.js";
 import { backfillInto } from "../helpers/anvil-chain.js";
@@ -297,6 +304,13 @@ const FOLLOW_SHORT = (dir: string): [At, Drive, (() => Promise<void>)?][] => [
 	["follow.reorg.committed", none], // the restart sees it again: orphans unlisted, ghosts listed
 ];
 
+/** Whether no background work (merges.ts, holder and head ranks) is due in `dir`'s chain. */
+async function mergesDone(dir: string): Promise<boolean> {
+	const m = await loadManifest(dir, CHAIN_ID, CHAIN);
+	const metadata = metadataSource(createRpcClient({ urls: [anvil.url], logger: createMemoryLogger() }));
+	return !mergeDue(dir, m, metadata) && !ranksDue(dir, m) && !headRanksDue(dir, m);
+}
+
 /**
  * Restarts the follower without a crash point, lets it store the node's head, stops it (SIGTERM),
  * and compares every dataset and index with a clean backfill of the chain as it is now.
@@ -310,14 +324,18 @@ async function finishAndCompare(dir: string, cleanName: string) {
 		stderr += c;
 	});
 	const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
-	// Generous: under a full parallel test run a CLI start alone can take several seconds.
-	const deadline = Date.now() + 90_000;
-	while (storedHead(dir) < head && Date.now() < deadline) await sleep(20);
+	// Caught up, and its background work on settled blocks done as well (the token metadata and
+	// opening balances among it, which a clean backfill has at its end): a follower merges only
+	// while caught up, and the soak's short runs may leave it hundreds of blocks behind. Generous:
+	// under a full parallel test run a CLI start alone can take several seconds.
+	const deadline = Date.now() + 300_000;
+	while (!(storedHead(dir) >= head && (await mergesDone(dir))) && Date.now() < deadline) await sleep(100);
 	// A few more polls, so that a compaction the last block triggers is done too.
 	await sleep(300);
 	child.kill("SIGTERM");
 	expect(await exited, stderr).toBe(0);
 	expect(storedHead(dir), stderr).toBe(head);
+	expect(await mergesDone(dir), `background work still due after 300 s:\n${stderr}`).toBe(true);
 	assertTidy(join(dir, CHAIN_ID));
 	expect((await checkDeltaLogs(dir, CHAIN)).problems).toEqual([]);
 
@@ -462,9 +480,10 @@ describe("coverage", () => {
 	});
 });
 
-// The random soak: npm run soak -- --suites only (CHAINLAKE_CRASH_SOAK=1), not npm run test:long:
-// a seed it ran into (1206723970) still loses an account's opening balance in the followed lake,
-// a known open fault (issue 27's area) that would turn every CI run into a lottery.
+// The random soak: npm run soak -- --suites only (CHAINLAKE_CRASH_SOAK=1), not npm run test:long
+// (9 minutes here). Its short runs rarely let the follower catch up, so most of its kills land in
+// catch-up; finishAndCompare waits for the background work they left (seed 1206723970 once
+// failed for want of it: the opening balances a caught-up follower reads).
 describe.runIf(FULL && process.env.CHAINLAKE_CRASH_SOAK === "1")("soak (CHAINLAKE_CRASH_SOAK=1)", () => {
 	it("a seeded random series of points, arrivals and kill moments ends equal to a clean backfill", async () => {
 		const rand = seededRandom("crash-points soak");

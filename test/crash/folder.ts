@@ -2,8 +2,9 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { INDEX_NAMES, INDEXES, type IndexDef, type IndexName } from "../../src/store/format/indexes.js";
+import { partPaths } from "../../src/store/format/key-parts.js";
 import { partitionFileName } from "../../src/store/format/layout.js";
-import type { Manifest } from "../../src/store/format/records.js";
+import { type Manifest, rankTablesOf } from "../../src/store/format/records.js";
 
 /** The chain folder's manifest as it is on disk (replaced by a rename, so read whole), or null. */
 export function readManifest(chainDir: string): Manifest | null {
@@ -40,17 +41,11 @@ export function folderState(chainDir: string) {
 	// Token metadata: one file of each table per range covered.
 	for (const e of m?.metadata ?? [])
 		for (const t of ["token_metadata", "token_uris", "opening_balances"]) listed.add(join(t, partitionFileName(t, e)));
-	// The holder ranks (at most one entry): by token in key-range parts (part i > 0 named
-	// `.p<i>.parquet`; one file before parts), and the wallet records in key-range parts, or one
-	// file of rows by holder before records.
+	// The holder ranks and the head ranks, in each table's key-range parts, as the store lists
+	// them (rankTablesOf; one file of each table before parts; head ranks of no token: none).
 	for (const r of m?.ranks ?? []) {
-		const ranks = partitionFileName("erc20_ranks", r);
-		for (let i = 0; i < (r.rankParts ?? 1); i++)
-			listed.add(join("erc20_ranks", i === 0 ? ranks : ranks.replace(/\.parquet$/, `.p${i}.parquet`)));
-		const wallets = r.walletRecordParts === undefined ? "erc20_wallets" : "erc20_wallet_records";
-		const name = partitionFileName(wallets, r);
-		for (let i = 0; i < (r.walletRecordParts ?? 1); i++)
-			listed.add(join(wallets, i === 0 ? name : name.replace(/\.parquet$/, `.p${i}.parquet`)));
+		for (const [table, parts] of rankTablesOf(r))
+			for (const f of partPaths(partitionFileName(table, r), parts)) listed.add(join(table, f));
 	}
 	// Merged index runs, each with its key filter beside it, and the block and transaction runs their lookup databases.
 	for (const r of m?.runs ?? []) {
