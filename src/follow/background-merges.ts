@@ -38,7 +38,7 @@ export function createBackgroundMerges(opts: {
 	const { dataDir, chainId, logger, metadata, exclusive, retire, caughtUp, stopping, damage } = opts;
 	let merging: Promise<void> | null = null;
 	let mergeRetryAt = 0;
-	/** Merges failed on a full disk since this time (said once, and once more when one succeeds). */
+	/** Merges failed on a full disk since this time (said once, and once more when all due are done). */
 	let diskFullSince: number | null = null;
 	/**
 	 * Merges settled chunks' index files into runs and their dataset files into larger chunks
@@ -70,13 +70,14 @@ export function createBackgroundMerges(opts: {
 					if (!gone) {
 						// Every merge due is done (not only one that read no damaged file): none waits any more.
 						damage.onClear("merges");
+						// (Said once all are done: on a nearly full disk a small one may pass and a large one fail.)
+						if (diskFullSince !== null) {
+							logger.info(
+								`merges on ${chainId}: writing to ${dataDir} again (${await freeSpace(dataDir)}) after ${((Date.now() - diskFullSince) / 1000).toFixed(0)} s on a full disk`,
+							);
+							diskFullSince = null;
+						}
 						break;
-					}
-					if (diskFullSince !== null) {
-						logger.info(
-							`merges on ${chainId}: writing to ${dataDir} again (${await freeSpace(dataDir)}) after ${((Date.now() - diskFullSince) / 1000).toFixed(0)} s on a full disk`,
-						);
-						diskFullSince = null;
 					}
 					retire(gone);
 				}
@@ -98,6 +99,8 @@ export function createBackgroundMerges(opts: {
 					diskFullSince ??= Date.now();
 					return;
 				}
+				// Another failure ends a full disk's episode: its line would count time that was not one.
+				diskFullSince = null;
 				const damaged = await damageBehind(dataDir, s.manifest, err).catch(() => null);
 				if (damaged) {
 					mergeRetryAt = Date.now() + damage.onDamage("merges", damaged);

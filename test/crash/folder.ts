@@ -2,9 +2,8 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { INDEX_NAMES, INDEXES, type IndexDef, type IndexName } from "../../src/store/format/indexes.js";
-import { partPaths } from "../../src/store/format/key-parts.js";
-import { partitionFileName } from "../../src/store/format/layout.js";
-import { type Manifest, rankTablesOf } from "../../src/store/format/records.js";
+import { partitionFileName, type RangeId } from "../../src/store/format/layout.js";
+import type { Manifest } from "../../src/store/format/records.js";
 
 /** The chain folder's manifest as it is on disk (replaced by a rename, so read whole), or null. */
 export function readManifest(chainDir: string): Manifest | null {
@@ -41,11 +40,22 @@ export function folderState(chainDir: string) {
 	// Token metadata: one file of each table per range covered.
 	for (const e of m?.metadata ?? [])
 		for (const t of ["token_metadata", "token_uris", "opening_balances"]) listed.add(join(t, partitionFileName(t, e)));
-	// The holder ranks and the head ranks, in each table's key-range parts, as the store lists
-	// them (rankTablesOf; one file of each table before parts; head ranks of no token: none).
+	// The holder ranks (by token in key-range parts, part i > 0 named `.p<i>.parquet`; one file
+	// before parts) with the wallet records (parts too), or a file of rows by holder before records;
+	// the head ranks (an entry with `tokens`) in their own table's parts (none: no file).
+	const parts = (table: string, r: RangeId, n: number) => {
+		const name = partitionFileName(table, r);
+		for (let i = 0; i < n; i++) listed.add(join(table, i === 0 ? name : name.replace(/\.parquet$/, `.p${i}.parquet`)));
+	};
 	for (const r of m?.ranks ?? []) {
-		for (const [table, parts] of rankTablesOf(r))
-			for (const f of partPaths(partitionFileName(table, r), parts)) listed.add(join(table, f));
+		if (r.tokens !== undefined) parts("erc20_head_ranks", r, r.rankParts ?? 0);
+		else if (r.walletRecordParts === undefined) {
+			parts("erc20_ranks", r, 1);
+			parts("erc20_wallets", r, 1);
+		} else {
+			parts("erc20_ranks", r, r.rankParts ?? 1);
+			parts("erc20_wallet_records", r, r.walletRecordParts);
+		}
 	}
 	// Merged index runs, each with its key filter beside it, and the block and transaction runs their lookup databases.
 	for (const r of m?.runs ?? []) {

@@ -115,7 +115,8 @@ describe("a full disk", () => {
 		};
 		follower.start();
 		try {
-			await until("the follower to catch up", async () => stored() === (await head()));
+			// (Hang guards, not speed checks: a whole npm test here runs at a load of 8-9.)
+			await until("the follower to catch up", async () => stored() === (await head()), 90_000);
 			fill();
 			const faultsBefore = follower.stats.faults;
 			await nodeCall(anvil.url, "evm_mine");
@@ -139,7 +140,7 @@ describe("a full disk", () => {
 			// a `.tmp` was seen here at 3.5 s, when the third attempt (at about 3 s) may still write.
 			await follower.merges();
 			const counted = follower.stats.faults;
-			await until("the next attempt to fail", () => follower.stats.faults > counted);
+			await until("the next attempt to fail", () => follower.stats.faults > counted, 60_000);
 			expect(leftovers(join(dataDir, CHAIN_ID)), logger.lines.join("\n")).toEqual([]);
 
 			free();
