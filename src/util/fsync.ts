@@ -24,6 +24,14 @@ export async function fsyncFile(path: string): Promise<void> {
 	}
 }
 
+/** Windows cannot open a folder; its file systems order metadata themselves. */
+const folderUnopenable = () => process.platform === "win32";
+/** Some file systems (and Windows) refuse fsync on a folder handle. */
+const folderSyncRefused = (err: unknown) => {
+	const code = (err as NodeJS.ErrnoException).code;
+	return code === "EINVAL" || code === "EPERM" || code === "EISDIR";
+};
+
 /** Flushes a folder's entries (a rename, a new file or folder in it) to the disk. */
 export async function fsyncDir(path: string): Promise<void> {
 	if (!enabled) return;
@@ -31,36 +39,32 @@ export async function fsyncDir(path: string): Promise<void> {
 	try {
 		fh = await open(path, "r");
 	} catch (err) {
-		// Windows cannot open a folder; its file systems order metadata themselves.
-		if (process.platform === "win32") return;
+		if (folderUnopenable()) return;
 		throw err;
 	}
 	try {
 		await fh.sync();
 	} catch (err) {
-		// Some file systems (and Windows) refuse fsync on a folder handle.
-		const code = (err as NodeJS.ErrnoException).code;
-		if (code !== "EINVAL" && code !== "EPERM" && code !== "EISDIR") throw err;
+		if (!folderSyncRefused(err)) throw err;
 	} finally {
 		await fh.close();
 	}
 }
 
-/** fsyncFile and fsyncDir for a synchronous writer (the API key file: scripts/keys.ts). */
+/** fsyncFile, or with `folder` fsyncDir, for a synchronous writer (the API key file: scripts/keys.ts). */
 export function fsyncSyncPath(path: string, folder = false): void {
 	if (!enabled) return;
 	let fd: number;
 	try {
 		fd = openSync(path, "r");
 	} catch (err) {
-		if (folder && process.platform === "win32") return;
+		if (folder && folderUnopenable()) return;
 		throw err;
 	}
 	try {
 		fsyncSync(fd);
 	} catch (err) {
-		const code = (err as NodeJS.ErrnoException).code;
-		if (!folder || (code !== "EINVAL" && code !== "EPERM" && code !== "EISDIR")) throw err;
+		if (!(folder && folderSyncRefused(err))) throw err;
 	} finally {
 		closeSync(fd);
 	}
