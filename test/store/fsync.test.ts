@@ -78,13 +78,15 @@ async function traced(script: string[], env: NodeJS.ProcessEnv = {}): Promise<Ev
 	return events;
 }
 
+/** Whether `path` was synced among events [from, to). */
+const syncedBetween = (events: Event[], path: string, from: number, to: number) =>
+	events.slice(from, to).some((e) => "sync" in e && e.sync === path);
+
 /** What a power loss could lose, by the rules above; [] when every listed file is safe. */
 function gaps(events: Event[], chainDir: string): string[] {
 	const out: string[] = [];
 	const manifest = join(chainDir, "_manifest.json");
 	const listed = new Set(folderState(chainDir).listed.map((f) => join(chainDir, f)));
-	const syncedBetween = (path: string, from: number, to: number) =>
-		events.slice(from, to).some((e) => "sync" in e && e.sync === path);
 	const manifestRenames = events.flatMap((e, i) => ("to" in e && e.to === manifest ? [i] : []));
 	events.forEach((e, i) => {
 		// The files the manifest lists, and the manifest (not, say, a backup copy of it).
@@ -95,11 +97,13 @@ function gaps(events: Event[], chainDir: string): string[] {
 			!("from" in (events[previous] as Event) && (events[previous] as { from: string }).from === e.from)
 		)
 			previous--;
-		if (!syncedBetween(e.from, previous + 1, i)) out.push(`${e.to}: not synced before its rename`);
+		if (!syncedBetween(events, e.from, previous + 1, i)) out.push(`${e.to}: not synced before its rename`);
 		// Its folder must be synced after the rename, before the next manifest is put in place.
 		const commit = manifestRenames.find((m) => m > i) ?? events.length;
 		const folderSynced =
-			e.to === manifest ? syncedBetween(chainDir, i + 1, commit) : syncedBetween(dirname(e.to), i + 1, commit);
+			e.to === manifest
+				? syncedBetween(events, chainDir, i + 1, commit)
+				: syncedBetween(events, dirname(e.to), i + 1, commit);
 		if (!folderSynced) out.push(`${e.to}: folder not synced after its rename`);
 	});
 	const renamed = new Set(events.flatMap((e) => ("to" in e ? [e.to] : [])));
@@ -138,11 +142,9 @@ describe("durability", () => {
 		const keyGaps = (events: Event[]) => {
 			const at = events.findIndex((e) => "to" in e && e.to === file);
 			if (at < 0) return ["never renamed into place"];
-			const synced = (path: string, from: number, to: number) =>
-				events.slice(from, to).some((e) => "sync" in e && e.sync === path);
 			return [
-				...(synced(`${file}.tmp`, 0, at) ? [] : ["not synced before its rename"]),
-				...(synced(dirname(file), at + 1, events.length) ? [] : ["folder not synced after its rename"]),
+				...(syncedBetween(events, `${file}.tmp`, 0, at) ? [] : ["not synced before its rename"]),
+				...(syncedBetween(events, dirname(file), at + 1, events.length) ? [] : ["folder not synced after its rename"]),
 			];
 		};
 		expect(keyGaps(await keys(["create", "--name", "first"]))).toEqual([]);
