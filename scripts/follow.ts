@@ -111,7 +111,8 @@ if (values["publish-to"]) {
 		);
 	});
 }
-const status = statusPort === null ? null : await startStatusServer(follow.sources, statusPort);
+const status =
+	statusPort === null ? null : await startStatusServer(follow.sources, values["data-dir"] as string, statusPort);
 if (status) logger.info(`follower status on ${status.address}/readyz and /metrics`);
 onStopSignal(async () => {
 	await status?.app.close();

@@ -114,7 +114,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 	app.setValidatorCompiler(validatorCompiler);
 	app.setReplySerializer((payload) => stringifyExact(payload));
 	const live = createLive(opts.store, opts.live);
-	const metrics = createMetrics({ streamsOpen: () => live.open.total });
+	const metrics = createMetrics({ dataDir: opts.dataDir, streamsOpen: () => live.open.total });
 	const base = opts.basePath ?? "";
 	const limiter = opts.rateLimit && opts.rateLimit.perSecond > 0 ? createRateLimiter(opts.rateLimit) : null;
 	const ctx = {

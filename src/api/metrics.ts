@@ -13,8 +13,11 @@ type Heads = Map<string, { block: number; timestamp: number | null } | null>;
  * and each chain's head and follower figures, read at every scrape from what `render` is given.
  * One registry per app, so several apps in one process (tests) each report their own.
  */
-/** `streamsOpen`: the API's open streams (api/live/streams.ts), for its gauge. */
-export function createMetrics(opts: { streamsOpen?: () => number } = {}) {
+/**
+ * `dataDir`: the folder whose followers are reported (their Delta Lake export's status is kept by
+ * folder); `streamsOpen`: the API's open streams (api/live/streams.ts), for its gauge.
+ */
+export function createMetrics(opts: { dataDir: string; streamsOpen?: () => number }) {
 	const registry = new Registry();
 	collectDefaultMetrics({ register: registry });
 	let followers = new Map<string, FollowSource>();
@@ -94,7 +97,7 @@ export function createMetrics(opts: { streamsOpen?: () => number } = {}) {
 		"counter",
 		"chainlake_delta_export_failures_total",
 		"Delta Lake log exports that failed (each retried at the next manifest save).",
-		perFollower((f, chain) => (f.deltaExport ?? lakeExportStatus(chain))?.failures ?? 0),
+		perFollower((f, chain) => (f.deltaExport ?? lakeExportStatus(opts.dataDir, chain))?.failures ?? 0),
 	);
 	figure(
 		"counter",

@@ -11,11 +11,12 @@ import { createMetrics } from "./metrics.js";
  */
 export async function startStatusServer(
 	sources: Map<string, FollowSource>,
+	dataDir: string,
 	port: number,
 	host = "127.0.0.1",
 ): Promise<{ app: FastifyInstance; address: string }> {
 	const app = Fastify({ logger: false });
-	const metrics = createMetrics();
+	const metrics = createMetrics({ dataDir });
 	const heads = () =>
 		new Map(
 			[...sources].map(([c, f]) => [

@@ -34,7 +34,7 @@ export function writeStatus(dataDir: string, chain: string, source: FollowSource
 		written_at: Date.now(),
 		poll_ms: pollMs,
 		stopped,
-		source: { ...source, deltaExport: lakeExportStatus(chain) ?? undefined },
+		source: { ...source, deltaExport: lakeExportStatus(dataDir, chain) ?? undefined },
 	};
 	replaceFileSync(path, JSON.stringify(status));
 }

@@ -126,7 +126,7 @@ describe("one writer, many readers", () => {
 	});
 
 	it("the writer's status port answers /readyz and /metrics", async () => {
-		const { app, address } = await startStatusServer(writer.sources, 0);
+		const { app, address } = await startStatusServer(writer.sources, dir, 0);
 		try {
 			const ready = await fetch(`${address}/readyz`);
 			expect(ready.status).toBe(200);
@@ -140,7 +140,7 @@ describe("one writer, many readers", () => {
 				`chainlake_head_block{chain="${CHAIN}"} ${stats(writer)?.storedHead}`,
 			);
 			// The standby's own port says it is not the writer.
-			const other = await startStatusServer(standby.sources, 0);
+			const other = await startStatusServer(standby.sources, dir, 0);
 			try {
 				expect((await fetch(`${other.address}/readyz`)).status).toBe(503);
 			} finally {

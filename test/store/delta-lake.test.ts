@@ -134,22 +134,24 @@ describe("the Delta Lake logs of a backfilled chain", () => {
 	it("count a failed export (for /readyz and /metrics), retried and cleared at the next save", async () => {
 		const m = await loadManifest(dataDir, CHAIN_ID, CHAIN);
 		const log = join(chainDir(dataDir, CHAIN_ID), "blocks", "_delta_log");
-		const before = lakeExportStatus(CHAIN_ID)?.failures ?? 0;
+		const before = lakeExportStatus(dataDir, CHAIN_ID)?.failures ?? 0;
 		// The blocks table's log cannot be read: the save stands, its export fails.
 		renameSync(log, `${log}.aside`);
 		writeFileSync(log, "not a folder");
 		try {
 			await saveManifest(dataDir, m);
-			expect(lakeExportStatus(CHAIN_ID)).toMatchObject({
+			expect(lakeExportStatus(dataDir, CHAIN_ID)).toMatchObject({
 				failures: before + 1,
 				problem: { message: expect.stringContaining("blocks") },
 			});
+			// Kept by folder: another folder of the same chain in this process has its own.
+			expect(lakeExportStatus(`${dataDir}-other`, CHAIN_ID)).toBeUndefined();
 		} finally {
 			rmSync(log);
 			renameSync(`${log}.aside`, log);
 		}
 		await saveManifest(dataDir, m);
-		expect(lakeExportStatus(CHAIN_ID)).toEqual({ failures: before + 1, problem: null });
+		expect(lakeExportStatus(dataDir, CHAIN_ID)).toEqual({ failures: before + 1, problem: null });
 		expect((await checkDeltaLogs(dataDir, CHAIN)).problems).toEqual([]);
 	});
 

@@ -41,7 +41,7 @@ function writerOf(ctx: ApiContext, dataDir: string, chain: string) {
 /** Liveness and readiness, no key needed (for load balancers, orchestrators); metrics, with a key unless public. */
 export function healthRoutes(app: FastifyInstance, ctx: ApiContext, dataDir: string) {
 	const deltaExport = (chain: string, f: FollowSource) => {
-		const s = f.deltaExport ?? lakeExportStatus(chain);
+		const s = f.deltaExport ?? lakeExportStatus(dataDir, chain);
 		return s
 			? {
 					failures: s.failures,

@@ -21,10 +21,12 @@ export interface LakeExportStatus {
 	/** The last failure, while the export has not succeeded since. */
 	problem: { at: number; message: string } | null;
 }
+/** By chain folder: a process may write two folders of one chain (a test run, a copy being repaired). */
 const exportStatus = new Map<string, LakeExportStatus>();
 
-/** The Delta Lake export's status of `chain` in this process (none before its first export). */
-export const lakeExportStatus = (chain: string): LakeExportStatus | undefined => exportStatus.get(chain);
+/** The Delta Lake export's status of `chain` in `dataDir` in this process (none before its first export). */
+export const lakeExportStatus = (dataDir: string, chain: string): LakeExportStatus | undefined =>
+	exportStatus.get(chainDir(dataDir, chain));
 
 /**
  * The Delta Lake logs follow every save (delta/lake-export.ts). A failed export does not undo
@@ -32,8 +34,9 @@ export const lakeExportStatus = (chain: string): LakeExportStatus | undefined =>
  * the logs still list stays on disk.
  */
 async function exportLake(dataDir: string, m: Manifest): Promise<void> {
-	const status = exportStatus.get(m.chain) ?? { failures: 0, problem: null };
-	exportStatus.set(m.chain, status);
+	const key = chainDir(dataDir, m.chain);
+	const status = exportStatus.get(key) ?? { failures: 0, problem: null };
+	exportStatus.set(key, status);
 	try {
 		const waiting = await lakeExporter(chainDir(dataDir, m.chain)).export(m);
 		// Not a failure of the export: its tables wait for a repair of the files named (lake-export.ts).
