@@ -42,12 +42,6 @@ export default defineConfig({
 		// a fifth of the run (user+sys 1,074 s in 593 s). Measured, whole npm test on this
 		// machine: 10 min 12 s with 2 workers, 8 min 05-46 s with 3 (docs/testing.md).
 		maxWorkers: 3,
-		// A worker runs file after file in one process with one module cache, instead of a new
-		// process importing src/ (Fastify, DuckDB, Arrow, the S3 client) again for each file: the
-		// API files 442 -> 333 s of CPU, the whole run 2,171 -> 1,974 s (docs/testing.md). So a
-		// module's state must be keyed by folder, not by chain alone (save-manifest.ts's export
-		// status was), and a test that sets an environment variable deletes it in a finally.
-		isolate: false,
 		// The slowest files first when Vitest has no timings of its own: test/setup/sequencer.ts.
 		sequence: { sequencer: SlowFirstSequencer },
 		env: tmp ? { TMPDIR: tmp } : {},

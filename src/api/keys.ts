@@ -1,7 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { mkdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { ChainlakeError, UserInputError } from "../util/errors.js";
+import { mkdirDurablySync } from "../util/fsync.js";
 import type { Logger } from "../util/logger.js";
 import { writeFileDurablySync } from "../util/temp-files.js";
 
@@ -82,7 +83,7 @@ function storedKeyProblem(k: unknown): string | null {
 
 /** Replaces the key file durably (a revocation must survive a power loss); nothing half-written, no `.tmp` left on a failure. */
 function writeKeys(path: string, keys: StoredKey[]): void {
-	mkdirSync(dirname(path), { recursive: true });
+	mkdirDurablySync(dirname(path));
 	writeFileDurablySync(path, `${JSON.stringify(keys, null, 1)}\n`, 0o600);
 }
 

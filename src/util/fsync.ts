@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
 import { dirname } from "node:path";
 
@@ -71,16 +71,31 @@ export function fsyncSyncPath(path: string, folder = false): void {
 }
 
 /**
+ * The folders that gained an entry when `mkdir(dir, { recursive: true })` created `first` (the
+ * topmost new folder): the parent of each new folder, from `dir`'s parent up to `first`'s.
+ */
+function foldersGainingEntries(dir: string, first: string): string[] {
+	const top = dirname(first);
+	const out: string[] = [];
+	for (let d = dirname(dir); ; d = dirname(d)) {
+		out.push(d);
+		if (d === top || dirname(d) === d) return out;
+	}
+}
+
+/**
  * Creates `dir` (and missing parents) and makes the new entries durable: each folder that
  * gained an entry is synced. Nothing is synced when `dir` already existed.
  */
 export async function mkdirDurably(dir: string): Promise<void> {
 	const first = await mkdir(dir, { recursive: true });
 	if (first === undefined || !enabled) return;
-	// `first` is the topmost folder created: sync its parent and each new folder above `dir`.
-	const top = dirname(first);
-	for (let d = dirname(dir); ; d = dirname(d)) {
-		await fsyncDir(d);
-		if (d === top || dirname(d) === d) break;
-	}
+	for (const d of foldersGainingEntries(dir, first)) await fsyncDir(d);
+}
+
+/** mkdirDurably, for a synchronous writer (the API key file's folder: api/keys.ts). */
+export function mkdirDurablySync(dir: string): void {
+	const first = mkdirSync(dir, { recursive: true });
+	if (first === undefined || !enabled) return;
+	for (const d of foldersGainingEntries(dir, first)) fsyncSyncPath(d, true);
 }

@@ -133,28 +133,38 @@ describe("durability", () => {
 	});
 
 	// A revocation lost to a power loss lets the revoked key in again.
-	it("npm run keys syncs the key file before its rename and its folder after (create and revoke)", async (ctx) => {
+	it("npm run keys syncs the key file before its rename and its folder after, and a new folder's parent (create and revoke)", async (ctx) => {
 		if (SKIP) return ctx.skip(SKIP);
-		const file = join(root, "keys", "_keys.json");
-		const keys = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+		const keys = (file: string, args: string[], env: NodeJS.ProcessEnv = {}) =>
 			traced(["scripts/keys.ts", ...args, "--keys-file", file], env);
-		/** The key file's writes the rules miss: its bytes before the rename, its folder after. */
-		const keyGaps = (events: Event[]) => {
+		/**
+		 * The key file's writes the rules miss: its bytes before the rename, its folder after, and
+		 * for each folder the write made (`made`), its entry in its parent.
+		 */
+		const keyGaps = (events: Event[], file: string, made: string[] = []) => {
 			const at = events.findIndex((e) => "to" in e && e.to === file);
 			if (at < 0) return ["never renamed into place"];
 			return [
 				...(syncedBetween(events, `${file}.tmp`, 0, at) ? [] : ["not synced before its rename"]),
 				...(syncedBetween(events, dirname(file), at + 1, events.length) ? [] : ["folder not synced after its rename"]),
+				...made
+					.filter((d) => !syncedBetween(events, dirname(d), 0, events.length))
+					.map((d) => `${d}: entry not synced`),
 			];
 		};
-		expect(keyGaps(await keys(["create", "--name", "first"]))).toEqual([]);
+		// The first key makes the folders keys/a: root gains keys, keys gains a.
+		const file = join(root, "keys", "a", "_keys.json");
+		const made = [join(root, "keys"), join(root, "keys", "a")];
+		expect(keyGaps(await keys(file, ["create", "--name", "first"]), file, made)).toEqual([]);
 		const id = (JSON.parse(readFileSync(file, "utf8")) as { id: string }[])[0]?.id as string;
-		expect(keyGaps(await keys(["revoke", id]))).toEqual([]);
+		expect(keyGaps(await keys(file, ["revoke", id]), file)).toEqual([]);
 		expect(JSON.parse(readFileSync(file, "utf8"))[0].revoked_at).toBeTruthy();
-		// Not vacuous: with syncing off the same check finds both gaps.
-		expect(keyGaps(await keys(["create"], { CHAINLAKE_FSYNC: "0" }))).toEqual([
+		// Not vacuous: with syncing off the same check finds every gap, in a new folder.
+		const unsynced = join(root, "keys-unsynced", "_keys.json");
+		expect(keyGaps(await keys(unsynced, ["create"], { CHAINLAKE_FSYNC: "0" }), unsynced, [dirname(unsynced)])).toEqual([
 			"not synced before its rename",
 			"folder not synced after its rename",
+			`${dirname(unsynced)}: entry not synced`,
 		]);
 	});
 });
