@@ -304,6 +304,7 @@ const FOLLOW_SHORT = (dir: string): [At, Drive, (() => Promise<void>)?][] => [
 	["follow.reorg.committed", none], // the restart sees it again: orphans unlisted, ghosts listed
 ];
 
+let metadata: ReturnType<typeof metadataSource> | undefined;
 /** Whether no background work (merges.ts, holder and head ranks) is due in `dir`'s chain. */
 async function mergesDone(dir: string): Promise<boolean> {
 	const m = await loadManifest(dir, CHAIN_ID, CHAIN);
@@ -311,7 +312,6 @@ async function mergesDone(dir: string): Promise<boolean> {
 	metadata ??= metadataSource(createRpcClient({ urls: [anvil.url], logger: createMemoryLogger() }));
 	return !mergeDue(dir, m, metadata) && !ranksDue(dir, m) && !headRanksDue(dir, m);
 }
-let metadata: ReturnType<typeof metadataSource> | undefined;
 
 /**
  * Restarts the follower without a crash point, lets it store the node's head, stops it (SIGTERM),

@@ -34,11 +34,11 @@ export const lakeExportStatus = (dataDir: string, chain: string): LakeExportStat
  * the logs still list stays on disk.
  */
 async function exportLake(dataDir: string, m: Manifest): Promise<void> {
-	const key = chainDir(dataDir, m.chain);
-	const status = exportStatus.get(key) ?? { failures: 0, problem: null };
-	exportStatus.set(key, status);
+	const dir = chainDir(dataDir, m.chain);
+	const status = exportStatus.get(dir) ?? { failures: 0, problem: null };
+	exportStatus.set(dir, status);
 	try {
-		const waiting = await lakeExporter(chainDir(dataDir, m.chain)).export(m);
+		const waiting = await lakeExporter(dir).export(m);
 		// Not a failure of the export: its tables wait for a repair of the files named (lake-export.ts).
 		status.problem =
 			waiting.length === 0
