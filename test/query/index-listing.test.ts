@@ -392,6 +392,38 @@ describe("wallet listing through the index files", () => {
 		}
 	});
 
+	it("a page over every block the chain holds reads without a block condition; a narrower one keeps it", async () => {
+		// Each statement's text, as the store is asked it (query/list.ts leaves the condition out
+		// when the window holds every file's rows; the matrix below checks those pages' rows).
+		const store = stores.find((s) => s.name === "indexed")?.store as Store;
+		const texts: string[] = [];
+		const noting = (): Snapshot => {
+			const snap = store.snapshot(CHAIN_ID);
+			const query: Snapshot["query"] = (sql, params, window, key) => {
+				texts.push(sql);
+				return snap.query(sql, params, window, key);
+			};
+			return Object.assign(Object.create(snap) as Snapshot, { query });
+		};
+		const alice = work.accounts.alice;
+		const pageOf = (start: number, end: number): Page => ({ start, end, limit: 1000, order: "asc" });
+		const whole = await findTransfers(noting(), { address: alice }, pageOf(0, head));
+		expect(whole.rows.length).toBeGreaterThan(10);
+		expect(texts.length).toBeGreaterThan(0);
+		expect(texts.filter((t) => t.includes("BETWEEN"))).toEqual([]);
+		// From block 1, or up to the block before the head: the files hold blocks outside the window.
+		for (const [start, end] of [
+			[1, head],
+			[0, head - 1],
+		] as const) {
+			texts.length = 0;
+			const cut = await findTransfers(noting(), { address: alice }, pageOf(start, end));
+			expect(texts.every((t) => t.includes("block_number BETWEEN $start AND $end"))).toBe(true);
+			const inside = whole.rows.filter((r) => Number(r.block_number) >= start && Number(r.block_number) <= end);
+			expect(cut.rows.map((r) => r.id)).toEqual(inside.map((r) => r.id));
+		}
+	});
+
 	it("the busy copy's filters count its wallets' rows, so their pages take sized windows", async () => {
 		const alice = work.accounts.alice;
 		const spans = async (name: string) => {
