@@ -117,13 +117,33 @@ export function sendRecordsText(
 	const cap = reply.server.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
 	if (format === "json") {
 		// Encoded once: its size is then known, and the socket is handed bytes, not a string to encode.
-		const body = Buffer.from(`{"range":${JSON.stringify(paging)},"items":[${items.join(",")}]}`);
+		const body = joinedBytes(`{"range":${JSON.stringify(paging)},"items":[`, items, ",", "]}");
 		checkSize(body.length, cap, items.length);
 		return reply.type("application/json; charset=utf-8").send(body);
 	}
-	const body = Buffer.from(items.length ? `${items.join("\n")}\n` : "");
+	const body = joinedBytes("", items, "\n", items.length ? "\n" : "");
 	checkSize(body.length, cap, items.length);
 	return withPagingHeaders(reply, paging).type(MEDIA.ndjson).send(body);
+}
+
+/**
+ * `head`, then `items` separated by `sep`, then `tail`, as UTF-8 written straight into one buffer of
+ * their size: the bytes of `Buffer.from(head + items.join(sep) + tail)`. A 1,000-block page (1.3 MB)
+ * took 10 ms that way here (the joined string, then the whole text, each a fresh 1.3 MB copy) and
+ * 0.2 ms this way (BENCHMARKS.md "twenty-eighth figures").
+ */
+export function joinedBytes(head: string, items: readonly string[], sep: string, tail: string): Buffer {
+	let size = Buffer.byteLength(head) + Buffer.byteLength(tail) + Math.max(0, items.length - 1) * Buffer.byteLength(sep);
+	for (const item of items) size += Buffer.byteLength(item);
+	const out = Buffer.allocUnsafe(size);
+	let at = out.write(head, 0);
+	items.forEach((item, i) => {
+		if (i > 0) at += out.write(sep, at);
+		at += out.write(item, at);
+	});
+	at += out.write(tail, at);
+	// (Buffer.byteLength counts what write writes, lone surrogates as U+FFFD included; never past `size`.)
+	return out.subarray(0, at);
 }
 
 const byteLength = (lines: string[]) => lines.reduce((n, l) => n + Buffer.byteLength(l), 0);
