@@ -8,7 +8,7 @@ import { type SqlProcessResult, sqlProcesses } from "../../query/sql/sql-process
 import { checkSqlText, SqlRefusedError } from "../../query/sql/sql-refusals.js";
 import { sqlSlots } from "../../query/sql/sql-slots.js";
 import { stringifyExact } from "../answers/records.js";
-import { arrowTable, csvCell } from "../answers/send-list.js";
+import { arrowTable, csvCell, joinedBytes } from "../answers/send-list.js";
 import { type ApiContext, servedChain } from "../context.js";
 import { ApiError } from "../errors.js";
 import { documented } from "../params/param-docs.js";
@@ -85,9 +85,15 @@ function encoder(format: Exclude<SqlFormat, "parquet">) {
 				return bytes;
 			},
 		},
-		body(meta: { rows: number; elapsedMs: number }): string | Buffer {
+		// (Written straight into one buffer: send-list.ts joinedBytes says why.)
+		body(meta: { rows: number; elapsedMs: number }): Buffer {
 			if (format === "json")
-				return `{"columns":${JSON.stringify(columns.map(({ name, type }) => ({ name, type })))},"items":[${parts.join("")}],"row_count":${meta.rows},"elapsed_ms":${Math.round(meta.elapsedMs)}}`;
+				return joinedBytes(
+					`{"columns":${JSON.stringify(columns.map(({ name, type }) => ({ name, type })))},"items":[`,
+					parts,
+					"",
+					`],"row_count":${meta.rows},"elapsed_ms":${Math.round(meta.elapsedMs)}}`,
+				);
 			if (format === "arrow") {
 				const kinds = new Map(columns.map((c) => [c.name, c.kind]));
 				return Buffer.from(
@@ -101,7 +107,7 @@ function encoder(format: Exclude<SqlFormat, "parquet">) {
 					),
 				);
 			}
-			return parts.join("");
+			return joinedBytes("", parts, "", "");
 		},
 	};
 }
