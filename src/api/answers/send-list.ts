@@ -62,9 +62,10 @@ export function sendList(
 	immutableUpTo(reply, body.range.end_block);
 	const cap = reply.server.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
 	if (chosen === "json") {
-		const text = stringifyExact(body);
-		checkSize(Buffer.byteLength(text), cap, body.items.length);
-		return reply.type("application/json; charset=utf-8").send(text);
+		// Encoded once: its size is then known, and the socket is handed bytes, not a string to encode.
+		const bytes = Buffer.from(stringifyExact(body));
+		checkSize(bytes.length, cap, body.items.length);
+		return reply.type("application/json; charset=utf-8").send(bytes);
 	}
 	let payload: Readable | Buffer;
 	if (chosen === "ndjson") {
