@@ -1,4 +1,3 @@
-import { Readable } from "node:stream";
 import { Bool, type DataType, Float64, Int64, Table, tableToIPC, Uint64, Utf8, vectorFromArray } from "apache-arrow";
 import type { FastifyReply } from "fastify";
 import type { ColumnKind } from "../../query/sql/result-columns.js";
@@ -67,24 +66,27 @@ export function sendList(
 		checkSize(bytes.length, cap, body.items.length);
 		return reply.type("application/json; charset=utf-8").send(bytes);
 	}
-	let payload: Readable | Buffer;
+	// The lines in one buffer, not a stream of them: the page is whole in memory anyway (its size is
+	// checked before anything is sent), and each streamed line was a write of its own to the socket.
+	let payload: Buffer;
 	if (chosen === "ndjson") {
-		const lines = body.items.map((item) => `${stringifyExact(item)}\n`);
-		checkSize(byteLength(lines), cap, body.items.length);
-		payload = Readable.from(lines);
+		const lines = body.items.map((item) => stringifyExact(item));
+		payload = joinedBytes("", lines, "\n", lines.length > 0 ? "\n" : "");
 	} else {
 		const rows = body.items.map((item) => flattenItem(item));
 		// A field the route did not declare still goes out (as its kind, text by default).
 		const all = [...new Set([...columns, ...rows.flatMap((r) => Object.keys(r))])];
-		if (chosen === "csv") {
-			const lines = [csvLine(all), ...rows.map((r) => csvRow(r, all))];
-			checkSize(byteLength(lines), cap, body.items.length);
-			payload = Readable.from(lines);
-		} else {
-			payload = Buffer.from(tableToIPC(arrowTable(all, rows), "stream"));
-			checkSize(payload.length, cap, body.items.length);
-		}
+		payload =
+			chosen === "csv"
+				? joinedBytes(
+						csvLine(all),
+						rows.map((r) => csvRow(r, all)),
+						"",
+						"",
+					)
+				: Buffer.from(tableToIPC(arrowTable(all, rows), "stream"));
 	}
+	checkSize(payload.length, cap, body.items.length);
 	return withPagingHeaders(reply, body.range).type(MEDIA[chosen]).send(payload);
 }
 
@@ -146,8 +148,6 @@ export function joinedBytes(head: string, items: readonly string[], sep: string,
 	// (Buffer.byteLength counts what write writes, lone surrogates as U+FFFD included; never past `size`.)
 	return out.subarray(0, at);
 }
-
-const byteLength = (lines: string[]) => lines.reduce((n, l) => n + Buffer.byteLength(l), 0);
 
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(n < 1024 * 1024 ? 3 : 1)} MiB`;
 
