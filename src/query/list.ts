@@ -97,8 +97,10 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const hi = desc && afterBlock !== undefined ? Math.min(page.end, afterBlock) : page.end;
 	if (lo > hi) return { rows: [], hasMore: false };
 
+	// In block order, disjoint: the chain's blocks run from the first's start to the last's end.
+	const chunks = db.chunks();
 	const pieces = piecesOf(
-		db.chunks().filter((c) => c.to >= lo && c.from <= hi && hasFiles(c, q.dataset)),
+		chunks.filter((c) => c.to >= lo && c.from <= hi && hasFiles(c, q.dataset)),
 		db.partitionSize(),
 		lo,
 		hi,
@@ -109,7 +111,7 @@ export async function listRows(db: Snapshot, q: ListQuery, page: Page): Promise<
 	const rows: Row[] = [];
 	const used = new Set<IndexSource>();
 	const indexOf = (batch: readonly Piece[]) => q.indexes?.find((i) => batch.every((p) => db.indexed(i.name, p.chunk)));
-	const [chainFrom, chainTo] = blocksHeld(db.chunks());
+	const [chainFrom, chainTo] = [(chunks[0] as ChunkEntry).from, (chunks.at(-1) as ChunkEntry).to];
 	const read = async (window: [number, number], index: IndexSource | undefined) => {
 		const from = index ? (index.from ?? `{${index.name}}`) : `{${q.dataset}}`;
 		const after = page.after === undefined ? "" : ` AND ${key} ${desc ? "<" : ">"} $after`;
@@ -302,16 +304,6 @@ function marked(
 	const j = Math.ceil(target / MARK_ROWS);
 	if (j < last) return marks[j] as number;
 	return target <= rows - 1 ? (marks[last] as number) : { short: rows - first };
-}
-
-/** The first and last block of `chunks`. */
-function blocksHeld(chunks: readonly ChunkEntry[]): [number, number] {
-	let [first, last] = [Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY];
-	for (const c of chunks) {
-		if (c.from < first) first = c.from;
-		if (c.to > last) last = c.to;
-	}
-	return [first, last];
 }
 
 /** A partition's blocks within a chunk: the unit windows grow by. */
