@@ -70,8 +70,7 @@ export function sendList(
 	// checked before anything is sent), and each streamed line was a write of its own to the socket.
 	let payload: Buffer;
 	if (chosen === "ndjson") {
-		const lines = body.items.map((item) => stringifyExact(item));
-		payload = joinedBytes("", lines, "\n", lines.length > 0 ? "\n" : "");
+		payload = ndjsonBytes(body.items.map((item) => stringifyExact(item)));
 	} else {
 		const rows = body.items.map((item) => flattenItem(item));
 		// A field the route did not declare still goes out (as its kind, text by default).
@@ -124,7 +123,7 @@ export function sendRecordsText(
 		checkSize(body.length, cap, items.length);
 		return reply.type("application/json; charset=utf-8").send(body);
 	}
-	const body = joinedBytes("", items, "\n", items.length ? "\n" : "");
+	const body = ndjsonBytes(items);
 	checkSize(body.length, cap, items.length);
 	return withPagingHeaders(reply, paging).type(MEDIA.ndjson).send(body);
 }
@@ -148,6 +147,9 @@ export function joinedBytes(head: string, items: readonly string[], sep: string,
 	// (Buffer.byteLength counts what write writes, lone surrogates as U+FFFD included; never past `size`.)
 	return out.subarray(0, at);
 }
+
+/** NDJSON: each item's text on a line of its own, every line ended (no bytes for no items). */
+const ndjsonBytes = (lines: readonly string[]) => joinedBytes("", lines, "\n", lines.length > 0 ? "\n" : "");
 
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(n < 1024 * 1024 ? 3 : 1)} MiB`;
 
